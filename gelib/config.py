@@ -1,0 +1,193 @@
+"""The configuration of one random multi-head attention layer.
+
+Notation follows the paper (Hayase and Karakida, 2026, Tables A.1-A.3) and
+``shared/MATH.md`` section 1: context length ``n``, input width ``d >= n``,
+``h`` query heads grouped into ``h_kv`` key/value groups, key/query width
+``d_k``, value width ``d_v``, output width ``d_o``, inverse temperature
+``beta``, and optional within-head key-value tying (``W^V_g = W^K_g``).
+
+Every public entry point of :mod:`gelib` takes an :class:`AttentionConfig`;
+it validates itself on construction, so an impossible layer fails here with a
+message that says what to change, not later inside a matrix product.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["AttentionConfig", "ConfigError"]
+
+
+class ConfigError(ValueError):
+    """An attention configuration that cannot be sampled or analysed."""
+
+
+_INT_FIELDS = ("n", "d", "h", "h_kv", "d_k", "d_v", "d_o")
+_DTYPES = ("float32", "float64")
+
+
+def _as_int(name: str, value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def max_log_score(n: int, h: int) -> float:
+    """A high-probability bound on the largest of the ``h n^2`` scores.
+
+    The scores ``S_ij = q_i . k_j / sqrt(d_k)`` are (nearly) standard normal;
+    the largest of ``N`` such values stays below ``sqrt(2 log N) + 3`` except
+    with negligible probability.
+    """
+    return math.sqrt(2.0 * math.log(max(h * n * n, 2))) + 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    """One attention layer with random weights.
+
+    Parameters
+    ----------
+    n, d : context length and input width; ``n <= d`` (``X X^T / d = I_n``
+        needs ``n`` orthogonal rows in ``R^d``).
+    h, h_kv : query heads and key/value groups; ``h_kv`` divides ``h``
+        (``h_kv = h`` unshared, ``1 < h_kv < h`` GQA, ``h_kv = 1`` MQA).
+        Defaults to ``h``.
+    d_k, d_v, d_o : key/query, value and output widths; ``d_v`` defaults to
+        ``d_k`` and ``d_o`` to ``d`` (the paper's Table 2 uses ``d_o = d``).
+    beta : inverse temperature, ``beta > 0``.
+    tie_kv : within-head key-value tying ``W^V_g = W^K_g`` (needs
+        ``d_v = d_k``).
+    dtype : ``"float64"`` (default) or ``"float32"``; ``beta`` must be small
+        enough that ``exp(beta * score)`` and ``exp(beta^2)`` stay finite in it.
+    """
+
+    n: int
+    d: int
+    h: int
+    d_k: int
+    h_kv: int | None = None
+    d_v: int | None = None
+    d_o: int | None = None
+    beta: float = 1.0
+    tie_kv: bool = False
+    dtype: str = "float64"
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        if self.h_kv is None:
+            set_("h_kv", self.h)
+        if self.d_v is None:
+            set_("d_v", self.d_k)
+        if self.d_o is None:
+            set_("d_o", self.d)
+        for name in _INT_FIELDS:
+            set_(name, _as_int(name, getattr(self, name)))
+        if self.n > self.d:
+            raise ConfigError(
+                f"n = {self.n} > d = {self.d}: the input X (n x d) cannot have "
+                "X X^T / d = I_n; use n <= d (the paper's Table 2 caps n at d)"
+            )
+        if self.h_kv > self.h or self.h % self.h_kv:
+            raise ConfigError(
+                f"h = {self.h} is not divisible by h_kv = {self.h_kv}: "
+                "each key/value group must serve the same number of query heads"
+            )
+        if not isinstance(self.tie_kv, (bool, np.bool_)):
+            raise ConfigError(f"tie_kv must be True or False, got {self.tie_kv!r}")
+        set_("tie_kv", bool(self.tie_kv))
+        if self.tie_kv and self.d_v != self.d_k:
+            raise ConfigError(
+                f"K=V tying (W^V = W^K) needs d_v == d_k, got d_v = {self.d_v}, "
+                f"d_k = {self.d_k}"
+            )
+        if self.dtype not in _DTYPES:
+            raise ConfigError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
+        if isinstance(self.beta, bool) or not isinstance(self.beta, numbers.Real):
+            raise ConfigError(f"beta must be a real number, got {self.beta!r}")
+        beta = float(self.beta)
+        if not math.isfinite(beta) or beta <= 0:
+            raise ConfigError(f"beta must be positive and finite, got {self.beta!r}")
+        set_("beta", beta)
+        limit = self.beta_max
+        if beta > limit:
+            raise ConfigError(
+                f"beta = {beta:g} is too large for {self.dtype}: exp(beta * score) "
+                f"or exp(beta^2) would overflow (largest safe beta here is "
+                f"{limit:.3g}); lower beta or use dtype='float64'"
+            )
+
+    # --- derived quantities -------------------------------------------------
+    @property
+    def beta_max(self) -> float:
+        """Largest ``beta`` whose unnormalised attention weights stay finite.
+
+        Needs ``beta^2 <= log(max float)`` (the variance ``e^{beta^2} - 1``)
+        and ``beta s - beta^2/2 <= log(max float)`` at the largest score ``s``
+        (:func:`max_log_score`); the softmax itself is computed stably.
+        """
+        log_max = math.log(np.finfo(self.dtype).max)
+        s = max_log_score(self.n, self.h)
+        # beta s - beta^2 / 2 is largest at beta = s, where it is s^2 / 2.
+        by_scores = math.inf if s * s / 2 <= log_max else s - math.sqrt(s * s - 2 * log_max)
+        return min(math.sqrt(log_max), by_scores)
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per key/value group, ``h / h_kv``."""
+        return self.h // self.h_kv
+
+    @property
+    def sharing(self) -> str:
+        """``"none"``, ``"GQA"`` or ``"MQA"`` (across-head sharing)."""
+        if self.h_kv == self.h:
+            return "none"
+        return "MQA" if self.h_kv == 1 else "GQA"
+
+    @property
+    def alpha2(self) -> float:
+        """Non-linear variance ``alpha^2 = e^{beta^2} - 1 - beta^2`` of ``f``."""
+        return math.expm1(self.beta**2) - self.beta**2
+
+    @property
+    def first_moment(self) -> float:
+        """Limit of the mean eigenvalue of ``Y Y^T / n``.
+
+        ``m_1 = E[mu_V] d_o / n`` with ``E[mu_V] = e^{beta^2} - 1`` for untied
+        layers (MATH.md section 1) and ``e^{beta^2} - 1 + beta^2 n / d_k`` with
+        K=V tying (the mean of ``beta^2 (n/d_k) W'^2 + alpha^2 W'``).
+        """
+        mean_v = math.expm1(self.beta**2)
+        if self.tie_kv:
+            mean_v += self.beta**2 * self.n / self.d_k
+        return mean_v * self.d_o / self.n
+
+    def replace(self, **changes) -> "AttentionConfig":
+        """A copy with some fields changed (validated again).
+
+        Fields that were filled from defaults (``h_kv``, ``d_v``, ``d_o``) keep
+        their values: ``cfg.replace(d_k=32)`` does not change ``d_v``.
+        """
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        tie = ", K=V tied" if self.tie_kv else ""
+        return (
+            f"n={self.n}, d={self.d}, h/h_kv={self.h}/{self.h_kv} ({self.sharing}), "
+            f"d_k={self.d_k}, d_v={self.d_v}, d_o={self.d_o}, beta={self.beta:g}{tie}"
+        )

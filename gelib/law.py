@@ -1,0 +1,87 @@
+"""The limit spectral law of the centred multi-head output (the theory side).
+
+Hayase and Karakida (2026) show that the spectrum of ``Y Y^T / n`` for the
+centred multi-head output ``Y = sum_r sqrt(n) A_r^perp V_{g(r)} W^O_r``
+(``n x d_O``) has the same limit as for the Gaussian-equivalent model
+``Y^G = sum_r (beta S_r + alpha Z_r) / sqrt(n) V_{g(r)} W^O_r`` (Table 1),
+when ``n, d_K, d_V, d_O -> infinity`` proportionally with ``h`` and ``beta``
+fixed.  Given ``K, V, W^O`` the rows of ``Y^G`` are i.i.d. Gaussian with
+covariance ``Sigma`` (``shared/MATH.md`` section 2), so the limit is the end of
+a chain of free compressions (Table A.4, Table A.5, Figure D.1):
+
+1. ``W = K K^T / d_K`` (``n x n``): Marchenko-Pastur with ratio ``n / d_K``;
+2. ``T = beta^2 W + alpha^2 I_n``, ``alpha^2 = e^{beta^2} - 1 - beta^2``;
+3. ``M = V^T T V / n`` (``d_V x d_V``): compression with ``lam = n / d_V``,
+   scaled by ``d_V / n``; its law is ``mu_V`` (:func:`value_law`);
+4. ``Sigma = W^O^T blockdiag(M_1..M_h) W^O`` (``d_O x d_O``): compression with
+   ``lam = h d_V / d_O`` scaled by ``d_O / (h d_V)``; law ``mu_VO``
+   (:func:`output_covariance_law`);
+5. ``Y Y^T / n`` (``n x n``): compression of ``Sigma`` with ``lam = d_O / n``
+   (:func:`output_law`); mean ``(e^{beta^2} - 1) d_O / n``.
+
+Across-head sharing (GQA, MQA: ``h_kv < h``) leaves the law unchanged: the
+block diagonal of repeated blocks has the law of one block, and ``W^O`` is
+rotation invariant.  Within-head tying ``W^V = W^K`` changes it:
+``M = K^T T K / n = beta^2 (n/d_K) W'^2 + alpha^2 W'`` with
+``W' = K^T K / n`` Marchenko-Pastur with ratio ``d_K / n`` (a polynomial
+push-forward), after which steps 4-5 continue.
+
+The generic machinery (laws, transforms, edges, distribution functions,
+functionals, distances) lives in :mod:`gelib.freeprob` and is re-exported here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .config import AttentionConfig
+from .freeprob import (ConvergenceError, Law, affine, compress, dirac, ks_to_law,
+                       marchenko_pastur, polynomial, scale, w1_to_law)
+
+__all__ = [
+    "Chain", "chain", "value_law", "output_covariance_law", "output_law",
+    "ConvergenceError", "Law", "affine", "compress", "dirac", "ks_to_law",
+    "marchenko_pastur", "polynomial", "scale", "w1_to_law",
+]
+
+
+def value_law(cfg: AttentionConfig) -> Law:
+    """``mu_V``: limit law of ``M = V^T (beta^2 K K^T/d_K + alpha^2 I) V / n``
+    (``d_V x d_V``), untied or K=V tied."""
+    b2 = cfg.beta**2
+    if cfg.tie_kv:
+        return polynomial(marchenko_pastur(cfg.d_k / cfg.n), [0.0, cfg.alpha2, b2 * cfg.n / cfg.d_k])
+    kernel = affine(marchenko_pastur(cfg.n / cfg.d_k), b2, cfg.alpha2)
+    return scale(compress(kernel, cfg.n / cfg.d_v), cfg.d_v / cfg.n)
+
+
+def output_covariance_law(cfg: AttentionConfig) -> Law:
+    """``mu_VO``: limit law of the row covariance
+    ``Sigma = W^O^T blockdiag(M_r) W^O`` (``d_O x d_O``)."""
+    width = cfg.h * cfg.d_v
+    return scale(compress(value_law(cfg), width / cfg.d_o), cfg.d_o / width)
+
+
+def output_law(cfg: AttentionConfig) -> Law:
+    """Limit law of the ``n`` eigenvalues of ``Y Y^T / n``
+    (``Y = G Sigma^{1/2}``, ``G`` i.i.d. N(0, 1) ``n x d_O``)."""
+    return compress(output_covariance_law(cfg), cfg.d_o / cfg.n)
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """The laws along the chain: ``mu_V``, ``mu_VO`` and the output law."""
+
+    value: Law
+    output_covariance: Law
+    output: Law
+
+
+def chain(cfg: AttentionConfig) -> Chain:
+    """All three laws of :func:`value_law`, :func:`output_covariance_law`,
+    :func:`output_law` (sharing their cached supports is not needed: each law
+    caches its own)."""
+    mu_v = value_law(cfg)
+    width = cfg.h * cfg.d_v
+    mu_vo = scale(compress(mu_v, width / cfg.d_o), cfg.d_o / width)
+    return Chain(mu_v, mu_vo, compress(mu_vo, cfg.d_o / cfg.n))

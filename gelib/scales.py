@@ -1,0 +1,37 @@
+"""The three scales a chapter runs at.
+
+* ``"ci"``: each chapter in under a minute on a 2-core CPU (the tests);
+* ``"default"``: what the book is built with on a CPU (about a minute per chapter);
+* ``"paper"``: the paper's dimensions (meant for a GPU).
+
+Every chapter has one Papermill ``parameters`` cell with ``scale`` and
+``seed``; its sizes derive from the scale through :func:`choose`, and a
+reader can override any of them.
+"""
+
+from __future__ import annotations
+
+SCALES = ("ci", "default", "paper")
+
+__all__ = ["SCALES", "check_scale", "choose"]
+
+
+def check_scale(scale: str) -> str:
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return scale
+
+
+def choose(scale: str, *, ci, default, paper, **overrides):
+    """The value for ``scale``; a dict value is updated with the non-``None`` overrides.
+
+    >>> choose("ci", ci=dict(n=64), default=dict(n=256), paper=dict(n=2048), n=None)
+    {'n': 64}
+    """
+    value = {"ci": ci, "default": default, "paper": paper}[check_scale(scale)]
+    if isinstance(value, dict):
+        value = dict(value)
+        value.update({k: v for k, v in overrides.items() if v is not None})
+    elif overrides:
+        raise TypeError("overrides need dict values")
+    return value

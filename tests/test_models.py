@@ -1,0 +1,184 @@
+"""The six models of Table 1 against independent references."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gelib import AttentionConfig, ConfigError
+from gelib import models as M
+from gelib.sampling import Draw, sample_fast
+
+# Sizes all different so that a swapped axis fails.
+CFG = AttentionConfig(n=13, d=31, h=6, h_kv=3, d_k=5, d_v=7, d_o=11, beta=0.9)
+
+
+def numpy_mha(draw: Draw, cfg: AttentionConfig) -> np.ndarray:
+    """The centred multi-head output written out plainly, head by head."""
+    q, k, v, w_o = (np.asarray(a) for a in draw)
+    n = cfg.n
+    y = np.zeros((n, cfg.d_o))
+    for r in range(cfg.h):
+        g = r * cfg.h_kv // cfg.h
+        s = q[r] @ k[g].T / math.sqrt(cfg.d_k)
+        e = np.exp(cfg.beta * s)
+        a = e / e.sum(axis=1, keepdims=True)
+        y += math.sqrt(n) * (a - 1.0 / n) @ v[g] @ w_o[r]
+    return y
+
+
+@pytest.mark.parametrize("h_kv, tie", [(6, False), (3, False), (1, False), (3, True)])
+def test_mha_matches_a_plain_numpy_implementation(h_kv, tie):
+    cfg = CFG.replace(h_kv=h_kv, tie_kv=tie, d_v=5 if tie else 7)
+    draw = sample_fast(jax.random.key(0), cfg)
+    np.testing.assert_allclose(M.build("mha", draw, cfg), numpy_mha(draw, cfg), rtol=1e-11, atol=1e-12)
+
+
+def test_softmax_is_stable_at_large_beta():
+    s = jnp.array([[3.0, 1.0, -2.0], [0.5, 0.7, 0.6]])
+    a = M.attention(s, 300.0)  # exp(900) overflows without the max shift
+    assert np.all(np.isfinite(a))
+    np.testing.assert_allclose(a.sum(axis=1), 1.0)
+    np.testing.assert_allclose(a, np.eye(3)[[0, 1]], atol=1e-12)  # the argmax limit
+    cfg = CFG.replace(beta=20.0)
+    y = M.build("mha", sample_fast(jax.random.key(1), cfg), cfg)
+    assert np.all(np.isfinite(y))
+
+
+def test_denominator_decomposition_is_exact():
+    draw = sample_fast(jax.random.key(2), CFG)
+    t = M.denominator_terms(draw, CFG)
+    np.testing.assert_allclose(
+        M.build("mha", draw, CFG), M.build("yf", draw, CFG) + t["middle"] + t["low_rank"], atol=1e-11
+    )
+    # C_r - I is diagonal, so ||(C - I) f / sqrt(n)|| <= max|C_ii - 1| ||f / sqrt(n)||
+    fnorm = [np.linalg.norm(M.f(M.scores(draw.q[r], draw.k[r // 2]), CFG.beta), 2) for r in range(CFG.h)]
+    assert np.all(np.asarray(t["op_norm"]) <= np.asarray(t["c_dev"]) * np.array(fnorm) / math.sqrt(CFG.n) + 1e-12)
+
+
+def test_low_rank_parts_have_rank_at_most_h():
+    cfg = AttentionConfig(n=37, d=50, h=3, d_k=4, d_v=6, d_o=29)
+    draw = sample_fast(jax.random.key(3), cfg)
+    low = M.denominator_terms(draw, cfg)["low_rank"]
+    sub = M.centering_terms(draw, cfg)["subtracted"]
+    assert M.numerical_rank(low) == cfg.h  # generic: exactly h
+    assert M.numerical_rank(sub) == cfg.h
+    np.testing.assert_allclose(M.build("yf", draw, cfg) - M.build("yf_ring", draw, cfg), sub, atol=1e-11)
+    # a random n x d_o matrix has full rank: the rank count is not vacuous
+    assert M.numerical_rank(M.build("mha", draw, cfg)) == min(cfg.n, cfg.h * cfg.d_v, cfg.d_o)
+
+
+def test_conditional_row_mean_against_monte_carlo_over_keys():
+    beta, d_k, samples = 0.8, 7, 400_000
+    q = jax.random.normal(jax.random.key(4), (3, d_k)) * jnp.array([[0.6], [1.0], [1.4]])
+    k = jax.random.normal(jax.random.key(5), (samples, d_k))
+    vals = M.f(q @ k.T / math.sqrt(d_k), beta)  # (3, samples)
+    mc, se = vals.mean(axis=1), vals.std(axis=1) / math.sqrt(samples)
+    assert np.all(np.abs(mc - M.row_mean(q, beta)) < 5 * se)
+
+
+def test_kernel_f_against_monte_carlo_over_queries():
+    beta, n, d_k, samples = 0.7, 5, 7, 400_000
+    k = jax.random.normal(jax.random.key(6), (n, d_k))
+    q = jax.random.normal(jax.random.key(7), (samples, d_k))
+    fr = M.f(q @ k.T / math.sqrt(d_k), beta) - M.row_mean(q, beta)[:, None]  # (samples, n)
+    prod = fr[:, :, None] * fr[:, None, :]
+    mc, se = prod.mean(axis=0), prod.std(axis=0) / math.sqrt(samples)
+    assert np.all(np.abs(mc - M.kernel_f(k, beta)) < 5 * se)
+
+
+def test_kernel_f_needs_gamma_below_half():
+    with pytest.raises(ConfigError, match="beta\\^2 / d_k < 1/2"):
+        M.kernel_f(jnp.ones((3, 4)), 1.5)
+
+
+def _row_covariance_bound(sigma, rows):
+    # For i.i.d. N(0, Sigma) rows, E||S - Sigma||_F^2 = ((tr Sigma)^2 + ||Sigma||_F^2) / rows.
+    return math.sqrt((np.trace(sigma) ** 2 + np.linalg.norm(sigma) ** 2) / rows)
+
+
+def _sigma(kernel, draw, cfg):
+    out = 0.0
+    for r in range(cfg.h):
+        g = r // cfg.group_size
+        b = draw.v[g] @ draw.w_o[r]
+        out = out + b.T @ kernel(draw.k[g], cfg.beta) @ b / cfg.n
+    return np.asarray(out)
+
+
+def _new_queries(model, draw, cfg, reps, key):
+    """``reps`` outputs with fresh queries (and noise), K, V, W^O fixed; rows stacked."""
+    def one(kk):
+        kq, kn = jax.random.split(kk)
+        return M.build(model, draw._replace(q=jax.random.normal(kq, draw.q.shape)), cfg, kn)
+
+    return jax.vmap(one)(jax.random.split(key, reps)).reshape(-1, cfg.d_o)
+
+
+@pytest.mark.parametrize("model, kernel", [("yg", M.kernel_g), ("yg_sigma_g", M.kernel_g), ("yg_sigma_f", M.kernel_f)])
+def test_gaussian_rows_have_the_stated_covariance(model, kernel):
+    # Given K, V, W^O the rows of these models are i.i.d. with covariance Sigma.
+    cfg = CFG.replace(h_kv=2, d_o=4)
+    draw = sample_fast(jax.random.key(8), cfg)
+    ys = _new_queries(model, draw, cfg, 3000, jax.random.key(9))
+    sigma = _sigma(kernel, draw, cfg)
+    cov = np.asarray(ys.T @ ys / ys.shape[0])
+    assert np.linalg.norm(cov - sigma) < 4 * _row_covariance_bound(sigma, ys.shape[0])
+
+
+def test_centred_rows_have_second_moment_sigma_f():
+    # Y-ring^f with fresh queries (K, V, W^O fixed), end to end against the
+    # closed forms: per head the rows have second moment kernel_f and mean
+    # kernel_mean (mu_r = kernel_mean^T V W_r / sqrt(n)); heads have independent
+    # queries, so E[y y^T] = Sigma_f + mu mu^T - sum_r mu_r mu_r^T, mu = sum_r mu_r.
+    # The rows are not Gaussian: the standard error comes from the spread
+    # between independent repetitions.
+    cfg = CFG.replace(h_kv=2, d_o=4, d_k=3, beta=0.75)
+    draw = sample_fast(jax.random.key(10), cfg)
+    reps = 2000
+    ys = _new_queries("yf_ring", draw, cfg, reps, jax.random.key(11)).reshape(reps, cfg.n, cfg.d_o)
+    per_rep = np.asarray(jnp.einsum("tni,tnj->tij", ys, ys)) / cfg.n
+    empirical = per_rep.mean(axis=0)
+    se = math.sqrt(per_rep.var(axis=0, ddof=1).sum() / reps)
+    mus = np.stack([
+        np.asarray(M.kernel_mean(draw.k[r // cfg.group_size], cfg.beta) @ draw.v[r // cfg.group_size] @ draw.w_o[r])
+        for r in range(cfg.h)
+    ]) / math.sqrt(cfg.n)
+    mu = mus.sum(axis=0)
+    sigma_f = _sigma(M.kernel_f, draw, cfg)
+    assert np.linalg.norm(empirical - (sigma_f + np.outer(mu, mu) - mus.T @ mus)) < 4 * se
+
+
+def test_hermite_split_of_f():
+    # Linear coefficient beta and remaining variance alpha^2, by Gauss-Hermite quadrature.
+    beta = 1.3
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    w = w / w.sum()
+    fx = np.asarray(M.f(x, beta))
+    assert abs(np.sum(w * fx)) < 1e-12
+    assert np.sum(w * fx * x) == pytest.approx(beta, rel=1e-12)
+    cfg = AttentionConfig(n=3, d=3, h=1, d_k=2, beta=beta)
+    assert np.sum(w * fx**2) - beta**2 == pytest.approx(cfg.alpha2, rel=1e-10)
+
+
+def test_kernel_error_shrinks_with_n():
+    # ||kernel_f - kernel_G||_F / sqrt(n) = O(sqrt(log n / n)) at fixed d_k / n.
+    # At small d_k a 1/d_k bias on the diagonal dominates (it decays faster),
+    # so the ratio may beat the rate; it must not be slower.
+    errs = []
+    for n in (128, 512):
+        cfg = AttentionConfig(n=n, d=n, h=1, d_k=n // 4)
+        errs.append(np.mean([float(M.kernel_error(sample_fast(jax.random.key(s), cfg), cfg)[0]) for s in range(3)]))
+    ratio = errs[1] / errs[0]
+    predicted = math.sqrt(math.log(512) / 512) / math.sqrt(math.log(128) / 128)
+    assert ratio < 1.15 * predicted, (ratio, predicted)
+
+
+def test_noise_models_need_a_key_and_unknown_models_fail():
+    draw = sample_fast(jax.random.key(0), CFG)
+    with pytest.raises(ValueError, match="noise key"):
+        M.build("yg", draw, CFG)
+    with pytest.raises(ConfigError, match="unknown model"):
+        M.build("ygg", draw, CFG, jax.random.key(1))
