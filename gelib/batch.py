@@ -1,24 +1,56 @@
-"""Running the book's chapters: loading with injected parameters.
+"""The batch: execute every chapter once with Papermill, then render the book.
 
-Chapters are Jupytext MyST-markdown notebooks in ``book/``. Their order lives
-in ``_toc.yml`` only. Each has one cell tagged ``parameters``; Papermill's
-parameterisation inserts an ``injected-parameters`` cell after it, as it does
-for ``.ipynb`` files, so the same mechanism serves nbval (``conftest.py``) and
-the batch.
+``python -m gelib batch --scale {ci,default,paper}``:
+
+1. reads the chapters from ``_toc.yml`` (their order lives there only);
+2. executes each Jupytext chapter with Papermill, ``scale`` (and any ``-p``
+   overrides) injected after its ``parameters`` cell, into a mirror tree
+   ``_build/runs/<scale>-<time>/`` (plain Markdown pages are copied);
+3. records, after every chapter, ``record.json``: parameters, status, run
+   time, failing cell, device, package versions and every glued number;
+4. renders the mirror tree with Jupyter Book, execution off, into
+   ``_build/html`` (so each chapter executes exactly once).
+
+A failing chapter does not stop the others; the run then exits non-zero and
+names each failed chapter with its failing cell. ``--resume`` continues the
+latest unfinished run of a scale without redoing finished chapters; a new run
+never overwrites an earlier run's results (``--out DIR --force`` does).
+
+The same loading (:func:`load_chapter`) serves nbval through ``conftest.py``.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
+import datetime as _dt
+import fnmatch
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
 from pathlib import Path
 
-__all__ = ["is_chapter", "load_chapter"]
+from .scales import SCALES
+
+__all__ = ["is_chapter", "load_chapter", "toc_files", "glued_values", "run_batch", "main"]
+
+ROOT_FILES = ("_config.yml", "_toc.yml")
+VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
+
+
+# --- chapters ---------------------------------------------------------------------
 
 
 def is_chapter(path) -> bool:
     """A ``.md`` file whose front matter declares a Jupyter kernel."""
     path = Path(path)
-    if path.suffix != ".md":
+    if path.suffix != ".md" or not path.is_file():
         return False
     head = path.read_text(encoding="utf-8")[:2000]
     return head.startswith("---") and "\nkernelspec:" in head
@@ -36,8 +68,281 @@ def load_chapter(path, parameters: dict | None = None):
     for cell in nb.cells:
         cell.metadata.setdefault("tags", [])
         cell.metadata.setdefault("papermill", {})
-    if not any("parameters" in c.metadata.get("tags", []) for c in nb.cells):
+    if not any("parameters" in c.metadata["tags"] for c in nb.cells):
         raise ValueError(f"{path}: no cell tagged 'parameters'")
     if parameters:
         nb = parameterize_notebook(copy.deepcopy(nb), dict(parameters))
     return nb
+
+
+def toc_files(root: Path) -> list[str]:
+    """The book's files in ``_toc.yml`` order (paths without extension)."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                files.append(e["file"])
+            walk(e.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return files
+
+
+def glued_values(nb) -> dict:
+    """Every value a notebook glued with myst-nb (``{name: text/plain}``)."""
+    out = {}
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name is not None:
+                data = o.get("data", {})  # display=False glue prefixes the mime types
+                text = [v for k, v in data.items() if k.endswith("text/plain")]
+                out[name] = text[0] if text else sorted(data)
+    return out
+
+
+# --- one run ------------------------------------------------------------------------
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _device() -> str:
+    import jax
+
+    devs = jax.devices()
+    return f"{len(devs)} x {devs[0].platform} ({devs[0].device_kind})"
+
+
+def _failure(exc: BaseException) -> dict:
+    cell = getattr(exc, "exec_count", None)
+    return {
+        "error": f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', exc)}"[:2000],
+        "cell": cell,
+        "cell_source": None,
+    }
+
+
+def _failing_cell(nb) -> tuple[int | None, str | None]:
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            return i, cell.source
+    return None, None
+
+
+def _write_status_page(run_dir: Path, record: dict) -> None:
+    rows = ["| chapter | status | time (s) | failing cell |", "|---|---|---|---|"]
+    for name, ch in record["chapters"].items():
+        rows.append(f"| `{name}` | {ch['status']} | {ch.get('seconds', 0):.1f} | {ch.get('cell') or ''} |")
+    text = (
+        "(status)=\n# Execution status\n\n"
+        f"Executed by `python -m gelib batch` at scale **{record['scale']}** on "
+        f"{record['device']}, started {record['started']}; parameters "
+        f"`{json.dumps(record['parameters'])}`. Total "
+        f"{sum(c.get('seconds', 0) for c in record['chapters'].values()):.0f} s.\n\n"
+        + "\n".join(rows)
+        + "\n\nPackage versions: "
+        + ", ".join(f"{k} {v}" for k, v in record["versions"].items())
+        + ".\n\nThe run's `record.json` also holds every number each chapter glued.\n"
+    )
+    status = run_dir / "book" / "status.md"
+    if status.exists():
+        status.write_text(text)
+
+
+def _save(record: dict, run_dir: Path) -> None:
+    tmp = run_dir / "record.json.tmp"
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(run_dir / "record.json")
+
+
+def _latest_run(build: Path, scale: str) -> Path | None:
+    runs = sorted((build / "runs").glob(f"{scale}-*"))
+    return runs[-1] if runs else None
+
+
+def run_batch(
+    root: Path,
+    scale: str,
+    chapters: list[str] | None = None,
+    parameters: dict | None = None,
+    out: Path | None = None,
+    resume: bool = False,
+    force: bool = False,
+    render: bool = True,
+    timeout: int | None = None,
+    stream=None,
+) -> int:
+    """Execute the chapters and render the book; returns the exit status."""
+    import papermill
+
+    stream = stream or sys.stderr
+    root = Path(root).resolve()
+    build = root / "_build"
+    params = {"scale": scale, **(parameters or {})}
+    if resume:
+        run_dir = Path(out) if out else _latest_run(build, scale)
+        if run_dir is None or not (run_dir / "record.json").exists():
+            raise SystemExit(f"gelib batch: no earlier run of scale {scale!r} to resume")
+        record = json.loads((run_dir / "record.json").read_text())
+        if record["parameters"] != params:
+            raise SystemExit(f"gelib batch: {run_dir} ran with parameters {record['parameters']}, not {params}")
+    else:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(out) if out else build / "runs" / f"{scale}-{stamp}"
+        if run_dir.exists():
+            if not force:
+                raise SystemExit(f"gelib batch: {run_dir} exists; use --resume, --force or another --out")
+            shutil.rmtree(run_dir)
+        record = {"scale": scale, "parameters": params, "started": _dt.datetime.now().isoformat(timespec="seconds"),
+                  "device": _device(), "versions": _versions(), "chapters": {}}
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    # The mirror tree: configuration with execution off, bibliography, static pages.
+    for name in ROOT_FILES:
+        shutil.copy(root / name, run_dir / name)
+    cfg = (run_dir / "_config.yml").read_text().replace("execute_notebooks: cache", "execute_notebooks: "
+                                                         "'off'")
+    (run_dir / "_config.yml").write_text(cfg)
+    for extra in (root / "book").glob("*.bib"):
+        (run_dir / "book").mkdir(exist_ok=True)
+        shutil.copy(extra, run_dir / "book" / extra.name)
+
+    files = toc_files(root)
+    selected = [f for f in files if not chapters or any(fnmatch.fnmatch(Path(f).name, p) for p in chapters)]
+    todo = [f for f in selected if is_chapter(root / f"{f}.md")]
+    for f in files:  # static pages (and, on a partial run, nothing else) are copied
+        src = root / f"{f}.md"
+        if src.exists() and not is_chapter(src):
+            (run_dir / src.parent.relative_to(root)).mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, run_dir / f"{f}.md")
+
+    t_start = time.perf_counter()
+    for k, f in enumerate(todo, 1):
+        name = Path(f).name
+        done = record["chapters"].get(name, {}).get("status") == "ok"
+        prefix = f"[{k}/{len(todo)}] {name:<28}"
+        if resume and done:
+            print(f"{prefix} already done ({record['chapters'][name]['seconds']:.1f} s)", file=stream, flush=True)
+            continue
+        print(f"{prefix} running ... (elapsed {time.perf_counter() - t_start:.0f} s)", file=stream, flush=True)
+        target = run_dir / f"{f}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"source": f"{f}.md", "parameters": params, "status": "running"}
+        record["chapters"][name] = entry
+        _save(record, run_dir)
+        t0 = time.perf_counter()
+        try:
+            nb = load_chapter(root / f"{f}.md", params)
+            executed = papermill.execute_notebook(
+                nb, str(target), kernel_name="python3", cwd=str((root / f).parent),
+                progress_bar=False, log_output=False, execution_timeout=timeout,
+            )
+            entry.update(status="ok", glued=glued_values(executed))
+        except Exception as exc:  # noqa: BLE001 - a chapter's failure is recorded, not raised
+            entry.update(status="failed", **_failure(exc))
+            if target.exists():
+                import nbformat
+
+                failed_nb = nbformat.read(str(target), as_version=4)
+                entry["cell"], entry["cell_source"] = _failing_cell(failed_nb)
+                entry["glued"] = glued_values(failed_nb)
+            else:
+                entry["traceback"] = traceback.format_exc()[-4000:]
+        entry["seconds"] = round(time.perf_counter() - t0, 2)
+        _save(record, run_dir)
+        print(f"{prefix} {entry['status']} in {entry['seconds']:.1f} s", file=stream, flush=True)
+
+    # Chapters not run in this call (filtered out) keep their .md so the book still builds.
+    for f in files:
+        if is_chapter(root / f"{f}.md") and not (run_dir / f"{f}.ipynb").exists():
+            shutil.copy(root / f"{f}.md", run_dir / f"{f}.md")
+    record["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
+    _save(record, run_dir)
+    _write_status_page(run_dir, record)
+
+    failed = {n: c for n, c in record["chapters"].items() if c["status"] != "ok"}
+    width = max([len(n) for n in record["chapters"]] + [8])
+    print(f"\n{'chapter':<{width}}  status   time (s)", file=stream)
+    for n, c in record["chapters"].items():
+        print(f"{n:<{width}}  {c['status']:<7}  {c.get('seconds', 0):8.1f}", file=stream)
+    print(f"\nrun folder: {run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir}", file=stream)
+
+    status = 0
+    if render:
+        jb = Path(sys.executable).with_name("jupyter-book")
+        cmd = [str(jb), "build", str(run_dir), "--path-output", str(root), "--keep-going"]
+        if not failed:
+            cmd.insert(3, "-W")
+        print(f"rendering: {' '.join(cmd[1:])}", file=stream, flush=True)
+        res = subprocess.run(cmd, cwd=root)
+        if res.returncode:
+            print("gelib batch: rendering failed", file=stream)
+            status = 1
+        else:
+            print(f"book: {root / '_build' / 'html' / 'index.html'}", file=stream)
+    if failed:
+        for n, c in failed.items():
+            where = f"cell {c['cell']}" if c.get("cell") is not None else "before any cell"
+            print(f"FAILED {n} at {where}: {c.get('error', '')}", file=stream)
+        status = 1
+    return status
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "batch",
+        help="execute every chapter with Papermill and render the book",
+        description=__doc__.split("\n\n")[0] + " Results are kept per run in _build/runs/.",
+    )
+    p.add_argument("--scale", choices=SCALES, default="default", help="sizes of every chapter (default: default)")
+    p.add_argument("--chapters", nargs="+", metavar="PATTERN",
+                   help="only chapters whose file name matches one of these glob patterns (e.g. 'centering*')")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="inject a parameter into every chapter (VALUE parsed as JSON, else a string)")
+    p.add_argument("--out", type=Path, help="run folder (default _build/runs/<scale>-<time>)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the latest run of this scale (or --out), skipping finished chapters")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out folder")
+    p.add_argument("--no-render", action="store_true", help="execute only, do not build the HTML")
+    p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    p.add_argument("--root", type=Path, default=Path("."), help="the book's folder (with _toc.yml)")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    root = args.root.resolve()
+    if not (root / "_toc.yml").exists():
+        raise SystemExit(f"gelib batch: no _toc.yml in {root}")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    params = {k: _parse_value(v) for k, v in args.parameter}
+    return run_batch(root, args.scale, args.chapters, params, args.out, args.resume, args.force,
+                     not args.no_render, args.timeout)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gelib.batch")
+    sub = ap.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = ap.parse_args(["batch", *(argv if argv is not None else sys.argv[1:])])
+    return args.func(args)

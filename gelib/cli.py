@@ -1,10 +1,10 @@
-"""Command line: ``python -m gelib {compare,law,presets}``.
+"""Command line: ``python -m gelib {compare,law,presets,batch}``.
 
 ``compare`` samples the original multi-head attention and its Gaussian
 equivalent (or any two models of Table 1) from shared draws and reports the
 relative W1 and KS distances between their spectra over seeds; ``law``
 evaluates the free-probability limit law; ``presets`` lists the dimensions
-of public models.
+of public models; ``batch`` executes every chapter and renders the book.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m gelib",
         description="Gaussian equivalence for multi-head self-attention (Hayase and Karakida, 2026).",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,law,presets}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,law,presets,batch}")
 
     c = sub.add_parser(
         "compare",
@@ -165,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_presets_main)
 
+    from .batch import register as register_batch
+
+    register_batch(sub)
     try:
         from .law_cli import register
     except ImportError:  # the limit-law module is optional for the rest of the CLI

@@ -75,3 +75,46 @@ def test_mha_is_close_to_its_gaussian_equivalent_and_closer_at_larger_n():
 def test_compare_needs_two_different_models():
     with pytest.raises(ValueError, match="two different models"):
         S.compare(jax.random.key(0), CFG, ("mha", "mha"), seeds=1)
+
+
+SHARDED = """
+import json, sys, jax, gelib
+from gelib import AttentionConfig, spectra
+cfg = AttentionConfig(n=29, d=41, h=3, h_kv=1, d_k=7, d_v=5, d_o=23)
+out = spectra.model_spectra(jax.random.key(3), cfg, ("mha", "yg"), seeds=5, progress=False)
+print(json.dumps({"devices": jax.local_device_count(), **{m: v.tolist() for m, v in out.items()}}))
+"""
+
+
+def test_seeds_sharded_over_devices_give_the_single_device_result():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    res = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    sharded = json.loads(res.stdout)
+    assert sharded["devices"] == 2  # 5 seeds: two full chunks and a padded one
+    cfg = AttentionConfig(n=29, d=41, h=3, h_kv=1, d_k=7, d_v=5, d_o=23)
+    single = S.model_spectra(jax.random.key(3), cfg, ("mha", "yg"), seeds=5, progress=False, devices=1)
+    for m in ("mha", "yg"):
+        np.testing.assert_allclose(sharded[m], single[m], rtol=1e-12, atol=1e-13)
+
+
+def test_float32_models_agree_with_float64_far_below_the_distances_measured():
+    from gelib.models import build_all
+    from gelib.sampling import sample_fast
+
+    cfg = AttentionConfig(n=48, d=64, h=4, d_k=8, d_o=40)
+    draw = sample_fast(jax.random.key(6), cfg)
+    cfg32 = cfg.replace(dtype="float32")
+    draw32 = type(draw)(*(a.astype(np.float32) for a in draw))
+    noise = jax.random.key(7)
+    ev64 = S.eigvals(S.gram(build_all(("mha", "yf"), draw, cfg, noise)))
+    ev32 = S.eigvals(S.gram(build_all(("mha", "yf"), draw32, cfg32, noise).astype(np.float64)))
+    scale = ev64.max()
+    # float32 rounding (eps 1.2e-7) amplified by sums over n and d_o terms
+    assert np.max(np.abs(ev32 - ev64)) < 1e-5 * scale
+    assert np.max(np.abs(ev32 - ev64)) < 1e-3 * S.w1(ev64[0], ev64[1])

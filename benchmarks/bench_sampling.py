@@ -1,0 +1,160 @@
+"""Benchmark: time per seed of gelib's fast path against a plain NumPy literal path.
+
+For each preset, one "seed" means: sample one layer, build the original
+multi-head output (MHA) and its Gaussian equivalent Y^G from the same draw,
+and compute both spectra (eigenvalues of Y Y^T / n) - what
+``python -m gelib compare`` does per seed.
+
+* baseline: plain NumPy, the literal path (X with X X^T / d = I from a QR,
+  W^Q, W^K, W^V, W^O, Q = X W^Q ...), softmax with exp / sum, eigvalsh;
+* gelib: the fast path (Q, K, V sampled directly), jitted JAX, heads one at a
+  time, LAPACK eigensolver; timed after compilation.
+
+Each variant runs in a child process, so its peak resident memory is its own.
+Also measured in the same session: this machine's float64 matmul rate and
+eigensolver time, to say how close the dominant parts run to them.
+
+    python benchmarks/bench_sampling.py [--presets bert-base,gpt3-175b] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+
+BASELINE = r"""
+import json, math, sys, time
+import numpy as np
+import scipy.linalg
+cfg = json.loads(sys.argv[1]); repeats = int(sys.argv[2])
+n, d, h, hkv, dk, dv, do, beta = (cfg[k] for k in ("n", "d", "h", "h_kv", "d_k", "d_v", "d_o", "beta"))
+rng = np.random.default_rng(0)
+alpha = math.sqrt(math.expm1(beta**2) - beta**2)
+
+def one_seed():
+    g = rng.standard_normal((d, n))
+    qm, r = np.linalg.qr(g)
+    x = math.sqrt(d) * (qm * np.sign(np.diag(r))).T
+    wq = rng.standard_normal((h, d, dk)) / math.sqrt(d)
+    wk = rng.standard_normal((hkv, d, dk)) / math.sqrt(d)
+    wv = rng.standard_normal((hkv, d, dv)) / math.sqrt(d)
+    wo = rng.standard_normal((h * dv, do)) / math.sqrt(h * dv)
+    k = [x @ wk[g] for g in range(hkv)]
+    v = [x @ wv[g] for g in range(hkv)]
+    u_mha = np.empty((n, h * dv)); u_ge = np.empty((n, h * dv))
+    for rr in range(h):
+        g = rr * hkv // h
+        s = (x @ wq[rr]) @ k[g].T / math.sqrt(dk)
+        e = np.exp(beta * (s - s.max(axis=1, keepdims=True)))
+        a = e / e.sum(axis=1, keepdims=True)
+        u_mha[:, rr * dv:(rr + 1) * dv] = math.sqrt(n) * (a - 1.0 / n) @ v[g]
+        z = rng.standard_normal((n, n))
+        u_ge[:, rr * dv:(rr + 1) * dv] = (beta * s + alpha * z) @ v[g] / math.sqrt(n)
+    out = []
+    for u in (u_mha, u_ge):
+        y = u @ wo
+        out.append(scipy.linalg.eigvalsh(y @ y.T / n, check_finite=False))
+    return out
+
+times = []
+for _ in range(repeats):
+    t = time.perf_counter(); one_seed(); times.append(time.perf_counter() - t)
+print(json.dumps({"times": times}))
+"""
+
+FAST = r"""
+import json, sys, time
+import jax
+import gelib
+from gelib import AttentionConfig, spectra
+cfg = AttentionConfig(**json.loads(sys.argv[1])); repeats = int(sys.argv[2])
+key = jax.random.key(0)
+models = ("mha", "yg")
+t = time.perf_counter()
+jax.block_until_ready(spectra._grams(key, cfg, models, "fast"))
+compile_s = time.perf_counter() - t
+times, gram_t, eig_t = [], [], []
+for s in range(repeats):
+    t0 = time.perf_counter()
+    c = jax.block_until_ready(spectra._grams(jax.random.fold_in(key, s + 1), cfg, models, "fast"))
+    t1 = time.perf_counter()
+    spectra.eigvals(c)
+    t2 = time.perf_counter()
+    times.append(t2 - t0); gram_t.append(t1 - t0); eig_t.append(t2 - t1)
+print(json.dumps({"times": times, "gram": gram_t, "eig": eig_t, "first_call": compile_s}))
+"""
+
+MACHINE = r"""
+import json, sys, time
+import numpy as np, scipy.linalg
+n = int(sys.argv[1])
+a = np.random.default_rng(0).standard_normal((2048, 2048))
+a @ a
+t = time.perf_counter(); [a @ a for _ in range(3)]; mm = (time.perf_counter() - t) / 3
+c = np.random.default_rng(1).standard_normal((n, n)); c = c @ c.T
+scipy.linalg.eigvalsh(c, driver="evd")
+t = time.perf_counter(); [scipy.linalg.eigvalsh(c, driver="evd", check_finite=False) for _ in range(3)]
+print(json.dumps({"gflops": 2 * 2048**3 / mm / 1e9, "eig_s": (time.perf_counter() - t) / 3}))
+"""
+
+
+def child(code: str, *args) -> tuple[dict, float]:
+    """Run ``code`` in a fresh interpreter; its JSON output and peak RSS (MiB)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=True)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return json.loads(out.stdout.strip().splitlines()[-1]), max(peak, before) / 1024
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+
+
+def flops(cfg) -> dict:
+    """Floating-point operations per seed of the fast path, by part."""
+    n, h, dk, dv, do = cfg["n"], cfg["h"], cfg["d_k"], cfg["d_v"], cfg["d_o"]
+    attn = 2 * h * (2 * n * n * dk + 2 * n * n * dv)  # scores and A V, both models
+    out = 2 * (2 * n * h * dv * do + 2 * n * n * do)  # Y = U W^O and Y Y^T, both models
+    return {"attention": attn, "output": out, "exp_entries": h * n * n, "normals": h * n * n}
+
+
+def main() -> None:
+    from gelib import preset_config
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presets", default="bert-base,gpt3-175b")
+    ap.add_argument("--repeats", type=int, default=3, help="seeds timed per variant (median reported)")
+    args = ap.parse_args()
+
+    print("machine (NumPy/LAPACK, same session):")
+    for name in args.presets.split(","):
+        cfg = preset_config(name).as_dict()
+        mach, _ = child(MACHINE, cfg["n"])
+        base, base_mem = child(BASELINE, json.dumps(cfg), args.repeats)
+        fast, fast_mem = child(FAST, json.dumps(cfg), args.repeats)
+        tb, tf = median(base["times"]), median(fast["times"])
+        fl = flops(cfg)
+        gram_rate = (fl["attention"] + fl["output"]) / median(fast["gram"]) / 1e9
+        print(f"\n{name}: n={cfg['n']} d={cfg['d']} h={cfg['h']} d_k={cfg['d_k']} d_o={cfg['d_o']}, "
+              f"median of {args.repeats} seeds")
+        print(f"  machine: matmul {mach['gflops']:.1f} GFLOP/s (float64), eigvalsh {cfg['n']}x{cfg['n']} "
+              f"{mach['eig_s']:.3f} s")
+        print(f"  numpy literal path : {tb:8.3f} s/seed   peak RSS {base_mem:7.0f} MiB")
+        print(f"  gelib fast path    : {tf:8.3f} s/seed   peak RSS {fast_mem:7.0f} MiB   "
+              f"(first call, with compilation: {fast['first_call']:.1f} s)")
+        print(f"  speed-up           : {tb / tf:8.2f} x")
+        print(f"  fast path parts    : models + Gram {median(fast['gram']):.3f} s "
+              f"({gram_rate:.1f} GFLOP/s over {(fl['attention'] + fl['output']) / 1e9:.0f} GFLOP: "
+              f"{100 * gram_rate / mach['gflops']:.0f} % of matmul peak), "
+              f"eigensolver {median(fast['eig']):.3f} s for two spectra "
+              f"({median(fast['eig']) / (2 * mach['eig_s']):.2f} x the machine's eigvalsh)")
+
+
+if __name__ == "__main__":
+    main()
