@@ -6,6 +6,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 SCALE  ?= default
+# One BLAS thread: XLA runs the heavy matrix work on its own thread pool, and
+# OpenBLAS threads competing with it made the eigensolver up to 100x slower.
+export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: book test clean install
 

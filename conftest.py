@@ -7,7 +7,11 @@ own collector runs every cell. Chapters store no outputs, so nbval checks
 that every cell runs; the chapters' ``assert``s check what they claim.
 """
 
+import os
 from unittest import mock
+
+# Kernels inherit this: see the Makefile (XLA and OpenBLAS thread pools compete).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import nbformat
 import nbval.plugin

@@ -335,6 +335,7 @@ def _main(args) -> int:
     if not (root / "_toc.yml").exists():
         raise SystemExit(f"gelib batch: no _toc.yml in {root}")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # kernels inherit it; see the Makefile
     params = {k: _parse_value(v) for k, v in args.parameter}
     return run_batch(root, args.scale, args.chapters, params, args.out, args.resume, args.force,
                      not args.no_render, args.timeout)
