@@ -189,11 +189,15 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, key=None):
 
     ``key`` is the noise key of the Gaussian models (``yg_sigma_f``,
     ``yg_sigma_g``, ``yg``); the other models are deterministic given ``draw``.
+    The two ``Sigma`` models share their Gaussian rows (so that they differ by
+    the covariance alone); ``yg``'s noise is independent of them.
     """
     beta, n = cfg.beta, cfg.n
     rn = jnp.sqrt(jnp.asarray(n, draw.q.dtype))
     if model in ("yg_sigma_f", "yg_sigma_g", "yg") and key is None:
         raise ValueError(f"model {model!r} needs a noise key")
+    if key is not None:  # Y^G's noise is independent of the rows shared by the Sigma models
+        rows_key, z_key = jax.random.split(key)
 
     if model == "mha":
         def one(r, q, k, v):
@@ -207,14 +211,14 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, key=None):
             fr = f(scores(q, k), beta) - row_mean(q, beta)[:, None]
             return fr @ v / rn
     elif model == "yg_sigma_f":
-        return _gaussian_rows(kernel_f, draw, cfg, key)
+        return _gaussian_rows(kernel_f, draw, cfg, rows_key)
     elif model == "yg_sigma_g":
-        return _gaussian_rows(kernel_g, draw, cfg, key)
+        return _gaussian_rows(kernel_g, draw, cfg, rows_key)
     elif model == "yg":
         alpha = jnp.sqrt(cfg.alpha2)
 
         def one(r, q, k, v):
-            z = jax.random.normal(jax.random.fold_in(key, r), (n, n), q.dtype)
+            z = jax.random.normal(jax.random.fold_in(z_key, r), (n, n), q.dtype)
             return (beta * scores(q, k) + alpha * z) @ v / rn
     else:
         check_models([model])

@@ -59,13 +59,22 @@ def gram(y):
 
 
 def eigvals(c) -> np.ndarray:
-    """Ascending eigenvalues of symmetric matrices ``(..., n, n)``, as NumPy float64 arrays."""
+    """Ascending eigenvalues of positive semi-definite matrices ``(..., n, n)``, NumPy float64.
+
+    Eigenvalues below ``n * eps * max`` are round-off of exact zeros (the
+    atom when ``h d_v < n`` or ``d_o < n``) and are set to 0, so that
+    distribution functions (KS) do not count their random order.
+    """
     if isinstance(c, jax.Array) and jax.default_backend() != "cpu":
-        return np.asarray(jnp.linalg.eigvalsh(c), dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
-    if c.ndim == 2:
-        return scipy.linalg.eigvalsh(c, driver="evd", check_finite=False)
-    return np.linalg.eigvalsh(c)
+        ev = np.asarray(jnp.linalg.eigvalsh(c), dtype=np.float64)
+    else:
+        c = np.asarray(c, dtype=np.float64)
+        if c.ndim == 2:
+            ev = scipy.linalg.eigvalsh(c, driver="evd", check_finite=False)
+        else:
+            ev = np.linalg.eigvalsh(c)
+    tol = ev.shape[-1] * np.finfo(np.float64).eps * np.max(np.abs(ev), axis=-1, keepdims=True)
+    return np.where(np.abs(ev) <= tol, 0.0, ev)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "models", "path"))

@@ -182,3 +182,19 @@ def test_noise_models_need_a_key_and_unknown_models_fail():
         M.build("yg", draw, CFG)
     with pytest.raises(ConfigError, match="unknown model"):
         M.build("ygg", draw, CFG, jax.random.key(1))
+
+
+def test_the_sigma_models_share_their_gaussian_rows():
+    # Y^G[Sigma_f] and Y^G[Sigma_G] differ by the covariance alone: the same
+    # G_r = U_r M_r^{-1/2} is recovered from both.
+    draw = sample_fast(jax.random.key(12), CFG)
+    key = jax.random.key(13)
+
+    def rows(model, kernel):
+        u = M.head_outputs(model, draw, CFG, key)
+        return np.stack([
+            np.asarray(u[r]) @ np.linalg.inv(np.asarray(M._psd_sqrt(
+                draw.v[r // 2].T @ kernel(draw.k[r // 2], CFG.beta) @ draw.v[r // 2] / CFG.n)))
+            for r in range(CFG.h)])
+
+    np.testing.assert_allclose(rows("yg_sigma_f", M.kernel_f), rows("yg_sigma_g", M.kernel_g), atol=1e-8)

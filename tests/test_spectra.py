@@ -118,3 +118,14 @@ def test_float32_models_agree_with_float64_far_below_the_distances_measured():
     # float32 rounding (eps 1.2e-7) amplified by sums over n and d_o terms
     assert np.max(np.abs(ev32 - ev64)) < 1e-5 * scale
     assert np.max(np.abs(ev32 - ev64)) < 1e-3 * S.w1(ev64[0], ev64[1])
+
+
+def test_round_off_zeros_are_exact_zeros():
+    # d_o < n: n - d_o eigenvalues are exactly zero; KS between two such spectra
+    # must not count the random order of their round-off.
+    cfg = AttentionConfig(n=31, d=41, h=2, d_k=5, d_v=6, d_o=7)
+    ev = S.model_spectra(jax.random.key(2), cfg, ("yf", "yf_ring"), seeds=1, progress=False)
+    for m in ("yf", "yf_ring"):
+        assert np.sum(ev[m][0] == 0.0) == cfg.n - cfg.d_o
+    # a rank <= 2h change of Y Y^T moves at most 2h eigenvalues' worth of the CDF
+    assert S.ks(ev["yf"][0], ev["yf_ring"][0]) <= 2 * cfg.h / cfg.n
