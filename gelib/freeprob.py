@@ -24,23 +24,30 @@ Numerical method, and why
 * **Moments** are exact: the compression equation is a power-series identity,
   solved coefficient by coefficient; affine and polynomial maps act on moments
   by the binomial and multinomial formulas.
-* **Stieltjes transform** at ``z`` (any complex point): one unknown per
-  compression, ``y_k = g`` of the ``k``-th compressed law at its own point
-  (affine maps only move the point).  With ``q = -1/y_k`` the compression reads
-  ``p_k y_k + 1 - lam + lam g_in(q) / y_k = 0`` (Silverstein's form), where
-  ``g_in`` is the next unknown or, at the bottom, the closed form.  The coupled
-  system (tridiagonal, 1-3 unknowns here) is solved by Newton's method with the
-  exact Jacobian (JAX forward mode), by continuation from ``Im z = 10 sigma``
-  down to the target in geometric steps, with a guard keeping every unknown in
-  the upper half plane (the Stieltjes transform of every level lives there),
-  then polished at the target itself (``Im z = 0`` gives the boundary value,
-  hence exact densities, not Poisson-smoothed ones).  Every point's residual
-  is checked; a point that misses the tolerance raises
-  :class:`ConvergenceError`.  A damped fixed-point iteration needs thousands
-  of steps near the edges and, after a step with an atom at zero, may settle
-  on the false root ``g -> 0``; selecting roots of the algebraic equation
-  becomes fragile as the chain deepens.  Newton on the coupled system has
-  neither problem and is vectorised over points (``jax.jit`` + ``vmap``).
+* **Stieltjes transform** at ``z``: one unknown per compression, the
+  Stieltjes transform of that compressed law at its own point ``p`` with its
+  atom at 0 split off (``g = y - w / p``, so ``Im g`` keeps full relative
+  precision next to an atom); affine maps only move the point.  With
+  ``q = -1/g`` the compression reads ``p g + 1 - lam + lam g_in(q) / g = 0``
+  (Silverstein's form), ``g_in`` being the next unknown or, at the bottom, the
+  closed form.  The coupled system (1-3 unknowns for attention) is solved by
+  Newton's method with the exact Jacobian (JAX forward mode), by continuation:
+  ``Im z`` starts at ``10 sigma`` and shrinks by 0.3 per Newton step (with the
+  tangent predictor ``dy/dz``; points that fail are redone with 0.6, then
+  0.85) down to the target, then 8 Newton steps at the target itself; ``Im z = 0`` gives the boundary value, i.e. exact densities,
+  not Poisson-smoothed ones.  For real targets the continuation first goes
+  below ``min(6e-13 sigma, 1e-4 |x|)``, so that points next to a hard edge at
+  0 (down to ``x ~ 1e-30``) are reached.  A guard keeps every unknown in the
+  upper half plane, where the Stieltjes transform of every level lives.
+  Every point's residual (relative to the size of the equation's terms) is
+  checked; a point that misses 1e-10 raises :class:`ConvergenceError`.  Far
+  from the support (``|z| > 4`` times a bound on it) the moment series is used.
+  Why this method: a damped fixed-point iteration needs thousands of steps
+  near the edges and, after a step with an atom at zero, may settle on the
+  false root ``g -> 0``; selecting roots of the algebraic equation becomes
+  fragile as the chain deepens.  Newton with continuation has neither
+  problem, converges quadratically, and vectorises over points
+  (``jax.jit`` + ``vmap``): about 35 Newton steps per point.
 * **Support edges** are exact critical values.  On the real axis outside the
   support every level is real, and the chain can be run *outwards* in closed
   form from the point ``t`` of the bottom law:
@@ -54,11 +61,12 @@ Numerical method, and why
 * **Atoms** sit only at zero after a compression (the rank argument: mass
   ``max(0, 1 - lam (1 - w_0))``; nonzero atoms do not survive a compression,
   Bercovici and Voiculescu 1998); affine maps move them, polynomials map them.
-* **Distribution function**: on each support component ``[l, r]`` the density
-  is sampled at ``x = c - h cos(theta)`` (Chebyshev points);
-  ``rho(x) h sin(theta)`` is smooth and even in ``theta`` for square-root and
-  inverse-square-root edges, so its cosine series (a DCT) converges
-  spectrally and integrates in closed form (Clenshaw-Curtis).
+* **Distribution function**: edges are square-root (soft) or, at 0 after
+  square steps (``lam = 1``), ``x^-1/2``, ``x^-2/3``, ... (hard).  Panels halve
+  towards each edge (down to ``1e-30`` of the width at 0) and are split until
+  the Legendre series of the density on each (16 Gauss-Legendre points) has
+  converged; the series are integrated exactly and the last sliver at an
+  edge is a fitted power law.  The total mass is checked to be 1 (to 1e-9).
 * **Spectral functionals** ``int phi dmu`` for analytic ``phi``: trapezoid
   rule on an ellipse around each component (geometric convergence), with the
   atoms added as ``mass * phi(location)``; see :meth:`Law.integrate`.
@@ -69,12 +77,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import weakref
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.polynomial import legendre
 from numpy.polynomial import polynomial as npoly
-from scipy import fft
 
 jax.config.update("jax_enable_x64", True)
 
@@ -83,13 +92,15 @@ __all__ = [
     "affine", "polynomial", "w1_to_law", "ks_to_law",
 ]
 
-_CHUNK = 1024          # points per solver call (one compilation per law shape)
-_RATIO = 0.5           # continuation: Im z shrinks by this factor per step ...
-_NSTEPS = 44           # ... from 10 sigma to 10 sigma * 2^-44 ~ 6e-13 sigma
-_ITERS = 2             # Newton steps per continuation step
-_POLISH = 12           # Newton steps at the target
+_CHUNK = 256           # points per solver call (one compilation per law shape)
+_STEPS = (0.3, 0.6, 0.85)   # continuation: Im z shrinks by this factor per Newton step
+                            # (points that fail are solved again with the next factor)
+_POLISH = 8            # ... then this many Newton steps at the target
+_ETA_END = 6e-14       # last continuation level for real targets: 6e-13 sigma, or 1e-4 |x|
 _RES_TOL = 1e-10       # accepted residual of the (dimensionless) system
 _TINY = 1e-150         # Im z used to take closed forms' boundary values
+_GL_X, _GL_W = legendre.leggauss(16)   # nodes per panel of the distribution function
+_LEGENDRE = legendre.legvander(_GL_X, 15) * (np.arange(16) + 0.5)   # values -> coefficients
 
 
 class ConvergenceError(RuntimeError):
@@ -155,27 +166,41 @@ def _merge_atoms(atoms):
     return sorted((loc, m) for loc, m in merged.items() if m > 1e-13)
 
 
-def _g_inner(kind, z, c):
-    """Stieltjes transform of ``delta_c`` or ``MP(c)``, analytic off the support."""
+def _inner_reg(kind, z, c):
+    """``(reg, w)`` for ``delta_c`` or ``MP(c)``: ``g(z) = reg(z) - w / z``, where
+    ``w`` is the atom at 0 and ``reg`` is computed without cancellation near 0
+    (so ``Im g`` keeps full relative precision next to an atom)."""
     if kind == "dirac":
-        return 1.0 / (c - z)
-    u = z - 1 - c
-    s = u * jnp.sqrt(1 - 4 * c / u**2)      # sqrt((z-a)(z-b)), cut exactly on [a, b]
-    return 2.0 / (1 - c - z - s)            # the root with g ~ -1/z (no cancellation)
+        return jnp.where(c == 0, 0.0, 1.0 / (c - z)), jnp.where(c == 0, 1.0, 0.0)
+    u, a, b = z - 1 - c, (1 - jnp.sqrt(c)) ** 2, (1 + jnp.sqrt(c)) ** 2
+    s = u * jnp.sqrt((z - a) * (z - b) / u**2)   # sqrt((z-a)(z-b)), cut exactly on [a, b]
+    g = 2.0 / (1 - c - z - s)                    # the root with g ~ -1/z
+    with_atom = ((z - 2 - 2 * c) / (s - c + 1) - 1) / (2 * c)   # g + (1 - 1/c) / z
+    return jnp.where(c > 1, with_atom, g), jnp.where(c > 1, 1 - 1 / c, 0.0)
 
 
-def _g_base(key, z, theta):
-    """Stieltjes transform of ``p(X)``: sum over the roots r of p(r) = z of
-    g_X(r) / p'(r) (no root selection needed)."""
+def _base_reg(key, z, theta):
+    """``(reg, w)`` for the law of ``p(X)``: ``g_{p(X)}(z)`` sums ``g_X(r) / p'(r)``
+    over the roots of ``p(r) = z`` (no root selection needed); an atom of X at
+    0 moves to ``p(0)``."""
     kind, npar = key
     c, p = theta[0], theta[1:]
     if npar == 2:
-        return _g_inner(kind, (z - p[0]) / p[1], c) / p[1]
-    disc = jnp.sqrt(p[1] ** 2 - 4 * p[2] * (p[0] - z))
-    q = -0.5 * (p[1] + jnp.where((p[1] * disc).real >= 0, disc, -disc))
-    r1, r2 = q / p[2], (p[0] - z) / q
-    return (_g_inner(kind, r1, c) / (2 * p[2] * r1 + p[1])
-            + _g_inner(kind, r2, c) / (2 * p[2] * r2 + p[1]))
+        roots, slopes = [(z - p[0]) / p[1]], [p[1]]
+    else:
+        disc = jnp.sqrt(p[1] ** 2 - 4 * p[2] * (p[0] - z))
+        q = -0.5 * (p[1] + jnp.where((p[1] * disc).real >= 0, disc, -disc))
+        roots = [q / p[2], (p[0] - z) / q]
+        slopes = [2 * p[2] * r + p[1] for r in roots]
+    parts = [_inner_reg(kind, r, c) for r in roots]
+    w = parts[0][1]
+    reg = sum(r / d for (r, _), d in zip(parts, slopes))
+    return reg + jnp.where(p[0] != 0, w / (p[0] - z), 0.0), jnp.where(p[0] == 0, w, 0.0)
+
+
+def _g_base(key, z, theta):
+    reg, w = _base_reg(key, z, theta)
+    return reg - w / z
 
 
 # --- exact moments ---------------------------------------------------------------
@@ -204,29 +229,41 @@ def _affine_moments(m, a, b):
 
 # --- the coupled system ---------------------------------------------------------
 
-def _residual(y, z, theta, st, key):
-    """Residuals of the chain at outer point z; y[k] = g of compression k
-    (innermost first) at its own point; st[k] = (lam, a, b) with
-    L_k = a compress(L_{k-1}, lam) + b."""
+def _residual_terms(y, z, theta, st, key):
+    """Terms of the chain's equations at outer point z, shape (K, 3); the
+    residual is their sum.  Step k (innermost first) has constants
+    ``st[k] = (lam, a, b, c, w, w_shift)``: ``L_k = a compress(L_{k-1}, lam) + b``,
+    atom ``w = max(c, 0)`` at 0 with ``c = 1 - lam (1 - w_in)``.  The unknown
+    ``y[k]`` is the regular part of ``g`` of ``compress(L_{k-1}, lam)`` at its own
+    point ``p``: ``g = y - w / p``.  With ``q = -1/g`` the inner point and
+    ``reg_in`` the regular part of the inner law there, the compression reads
+    ``p g + c + lam reg_in / g = 0`` (Silverstein's form; divided by ``p``
+    when ``w > 0``, where every term vanishes with ``p``)."""
     K = st.shape[0]
     p = (z - st[K - 1, 2]) / st[K - 1, 1]
-    res = [None] * K
+    terms = [None] * K
     for k in range(K - 1, -1, -1):
-        lam, q = st[k, 0], -1.0 / y[k]
+        lam, c, w = st[k, 0], st[k, 3], st[k, 4]
+        pg = p * y[k] - w
+        q = -p / pg
         if k:
-            g_in = y[k - 1] / st[k - 1, 1]
+            p_in = (q - st[k - 1, 2]) / st[k - 1, 1]
+            reg = (y[k - 1] - st[k, 5] / p_in) / st[k - 1, 1]
         else:
-            g_in = _g_base(key, q, theta)
-        res[k] = p * y[k] + 1 - lam + lam * g_in / y[k]
+            reg = _base_reg(key, q, theta)[0]
+        atom = w > 0
+        terms[k] = jnp.stack([jnp.where(atom, y[k], p * y[k]), jnp.where(atom, 0.0, c),
+                              lam * reg * jnp.where(atom, 1.0, p) / pg])
         if k:
-            p = (q - st[k - 1, 2]) / st[k - 1, 1]
-    return jnp.stack(res)
+            p = p_in
+    return jnp.stack(terms)
 
 
 def _small_solve(a, b):
-    """Solve a x = b for a small K x K system, unrolled (Gaussian elimination;
-    the chain's Jacobian is tridiagonal with a nonzero diagonal).  Much faster
-    than a batched LAPACK call for K <= 4."""
+    """Solve a x = b (``a`` K x K, ``b`` K x m) by Gaussian elimination, unrolled
+    and without pivoting (the chain's Jacobian is dominated by its diagonal,
+    ``d(p y)/dy = p``; a failure shows in the residual check): much faster than
+    a batched LAPACK call for K <= 4."""
     K = b.shape[0]
     a, b = [[a[i, j] for j in range(K)] for i in range(K)], [b[i] for i in range(K)]
     for i in range(K):
@@ -240,43 +277,63 @@ def _small_solve(a, b):
     return jnp.stack(x)
 
 
-def _solve_point(x, eta, theta, st, means, eta0, key, nsteps, iters):
+def _solve_point(x, eta, theta, st, means, eta0, step, key):
     K = st.shape[0]
-    F = functools.partial(_residual, theta=theta, st=st, key=key)
-    J = jax.jacfwd(F, holomorphic=True)
 
-    def at(s):                               # continuation: Im z from 10 sigma down to eta
-        return x + 1j * jnp.maximum(eta, eta0 * _RATIO**s)
+    def terms(v):                            # v = (y_0 .. y_{K-1}, z)
+        t = _residual_terms(v[:K], v[K], theta, st, key)
+        return t.sum(-1), t
 
-    ys, p = [None] * K, (at(0) - st[K - 1, 2]) / st[K - 1, 1]
+    jac_terms = jax.jacfwd(terms, holomorphic=True, has_aux=True)
+
+    # continuation: Im z from eta0 = 10 sigma down by the factor `step` per Newton step
+    # to eta_end; for a real target, eta_end is far below the distance to 0 (hard edges)
+    eta_end = jnp.where(eta > 0, eta, jnp.minimum(_ETA_END * eta0, 1e-4 * jnp.abs(x)))
+    eta_end = jnp.maximum(eta_end, 1e-300)
+    nsteps = jnp.ceil(jnp.log(jnp.maximum(eta0 / eta_end, 1.0)) / -jnp.log(step))
+
+    def z_at(i):
+        return x + 1j * jnp.where(i < nsteps, jnp.maximum(eta_end, eta0 * step ** (i + 1)), eta)
+
+    ys, p = [None] * K, (x + 1j * jnp.maximum(eta, eta0) - st[K - 1, 2]) / st[K - 1, 1]
     for k in range(K - 1, -1, -1):           # start: g ~ -1/(z - mean) at every level
-        ys[k] = -1.0 / (p - means[k])
+        g = -1.0 / (p - means[k])
+        ys[k] = g + st[k, 4] / p
         if k:
-            p = (-1.0 / ys[k] - st[k - 1, 2]) / st[k - 1, 1]
+            p = (-1.0 / g - st[k - 1, 2]) / st[k - 1, 1]
 
-    def newton(i, y):                        # iters steps per level, then polish at eta
-        z = jnp.where(i < nsteps * iters, at(i // iters + 1), x + 1j * eta)
-        y1 = y + _small_solve(J(y, z), -F(y, z))
+    def newton(carry):
+        i, y = carry[0], carry[1]
+        z = z_at(i)
+        jac, t = jac_terms(jnp.append(y, z))
+        sol = _small_solve(jac[:, :K], -jnp.stack([t.sum(-1), jac[:, K]], 1))
+        # Newton step at z, then the tangent predictor (dy/dz) (z' - z) to the next level
+        y1 = y + sol[:, 0] + (z_at(i + 1) - z) * sol[:, 1]
         # guard: never leave the upper half plane (at most a 10x drop of Im y)
-        return jnp.where(y1.imag > 0.1 * y.imag, y1, y1.real + 0.1j * y.imag)
+        y1 = jnp.where(y1.imag > 0.1 * y.imag, y1, y1.real + 0.1j * y.imag)
+        # residual relative to the size of its terms, and dy/dz, before this step
+        res = jnp.max(jnp.abs(t.sum(-1)) / (jnp.abs(t).sum(-1) + 1e-300))
+        return i + 1, y1, res, sol[:, 1]
 
-    y = jax.lax.fori_loop(0, nsteps * iters + _POLISH, newton, jnp.stack(ys))
+    _, y, res, dy = jax.lax.while_loop(lambda c: c[0] < nsteps + _POLISH, newton,
+                                       (0, jnp.stack(ys), jnp.float64(jnp.inf), jnp.zeros(K, complex)))
+    res = res + jnp.where(jnp.all(y.imag >= 0), 0.0, jnp.inf)
     z = x + 1j * eta
-    res = jnp.max(jnp.abs(F(y, z))) + jnp.where(jnp.all(y.imag >= 0), 0.0, jnp.inf)
-    dy = _small_solve(J(y, z), -jax.jacfwd(F, argnums=1, holomorphic=True)(y, z))
-    return y[K - 1] / st[K - 1, 1], dy[K - 1] / st[K - 1, 1], res
+    a, w = st[K - 1, 1], st[K - 1, 4]
+    p = (z - st[K - 1, 2]) / a
+    return (y[K - 1] - w / p) / a, (dy[K - 1] + w / (a * p**2)) / a, res
 
 
-@functools.partial(jax.jit, static_argnames=("key", "nsteps", "iters"))
-def _solve(x, eta, theta, st, means, eta0, key, nsteps=_NSTEPS, iters=_ITERS):
+@functools.partial(jax.jit, static_argnames="key")
+def _solve(x, eta, theta, st, means, eta0, step, key):
     """g, g' and residual at the points x + i eta (eta >= 0), vectorised."""
     if st.shape[0] == 0:
         z = x + 1j * jnp.maximum(eta, _TINY * eta0)
         g, dg = jax.jvp(lambda z: _g_base(key, z, theta), (z,), (jnp.ones_like(z),))
         return g, dg, jnp.zeros_like(x)
-    point = functools.partial(_solve_point, key=key, nsteps=nsteps, iters=iters)
-    return jax.vmap(point, in_axes=(0, 0, None, None, None, None))(
-        x, eta, theta, st, means, eta0)
+    point = functools.partial(_solve_point, key=key)
+    return jax.vmap(point, in_axes=(0, 0, None, None, None, None, None))(
+        x, eta, theta, st, means, eta0, step)
 
 
 def _outward(t, theta, st, key):
@@ -303,10 +360,23 @@ def _scan(t, theta, st, key):
     return jax.vmap(one)(t)
 
 
+def _segment_grid(lo, hi, scale):
+    """Points of (lo, hi), geometric towards each finite end (down to 1e-13 of
+    its value, or 1e-200 scale at 0, where hard edges sit) and uniform inside."""
+    pts = []
+    for end, sign, other in ((lo, 1, hi), (hi, -1, lo)):
+        if np.isfinite(end):
+            span = abs(other - end) / 2 if np.isfinite(other) else 1e13 * scale
+            pts.append(end + sign * np.geomspace(1e-13 * abs(end) or 1e-200 * scale, span, 3000))
+    if np.isfinite(lo) and np.isfinite(hi):
+        pts.append(np.linspace(lo, hi, 4002)[1:-1])
+    return np.unique(np.concatenate(pts))
+
+
 def _chunked(fn, *arrays, fill):
     """Apply fn to fixed-size chunks of 1-D arrays (one compilation per shape)."""
     n = arrays[0].shape[0]
-    pad = -n % _CHUNK
+    pad = -n % _CHUNK if n else _CHUNK
     arrays = [np.concatenate([a, np.full(pad, f, a.dtype)]) for a, f in zip(arrays, fill)]
     outs = [fn(*(a[i:i + _CHUNK] for a in arrays)) for i in range(0, n + pad, _CHUNK)]
     return [np.concatenate([np.asarray(o[j]) for o in outs])[:n] for j in range(len(outs[0]))]
@@ -314,7 +384,7 @@ def _chunked(fn, *arrays, fill):
 
 # --- the law -------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True)
 class Law:
     """A probability law on the real line: ``base`` (closed form), then
     ``steps[k] = (lam, a, b)``, innermost first:
@@ -342,6 +412,38 @@ class Law:
         """Root mean square ``sqrt(m_2)``: the scale used by all tolerances."""
         return math.sqrt(self.moments(2)[1]) or 1.0
 
+    @functools.cached_property
+    def radius(self) -> float:
+        """A bound on ``|x|`` over the support: ``||G^T A G / m|| <= ||A|| (1 + sqrt(lam))^2``."""
+        comps, atoms = self.base.support()
+        r = max([abs(v) for c in comps for v in c] + [abs(loc) for loc, _ in atoms])
+        for lam, a, b in self.steps:
+            r = a * r * (1 + math.sqrt(lam)) ** 2 + abs(b)
+        return r
+
+    @functools.cached_property
+    def _taylor(self):
+        """m_0 .. m_40: the series of g at infinity and of psi at 0, used where
+        |z| > 4 radius (resp. |z| < 1 / (4 radius)), error < 4^-40."""
+        return np.concatenate([[1.0], self.moments(40)])
+
+    @functools.cached_property
+    def _constants(self):
+        """Per step: (lam, a, b, c, w, w_shift) for :func:`_residual_terms`, and
+        the means of the compressed laws (the solver's starting point)."""
+        rows, means = [], []
+        w_in = sum(m for loc, m in self.base.support()[1] if loc == 0.0)
+        w_shift, mean = 0.0, self.base.moments(1)[0]
+        for lam, a, b in self.steps:
+            c = 1 - lam * (1 - w_in)
+            c = 0.0 if abs(c) < 1e-12 else c
+            w = max(c, 0.0)
+            rows.append((lam, a, b, c, w, w_shift))
+            w_in, w_shift = (w, 0.0) if b == 0 else (0.0, w)   # the atom moves to b
+            means.append(lam * mean)
+            mean = a * lam * mean + b
+        return np.array(rows, dtype=float).reshape(-1, 6), np.array(means)
+
     def atoms(self) -> list[tuple[float, float]]:
         """Point masses ``[(location, mass), ...]``, sorted by location."""
         _, atoms = self.base.support()
@@ -356,30 +458,33 @@ class Law:
         return list(self._support)
 
     # --- transforms ---
-    def _g(self, z, eta_floor=0.0, deriv=False, nsteps=_NSTEPS, iters=_ITERS):
+    def _g(self, z, deriv=False, steps=_STEPS):
         z = np.asarray(z, dtype=complex)
         flat = z.ravel()
+        g, dg = np.empty(flat.shape, complex), np.empty(flat.shape, complex)
+        far = np.abs(flat) > 4 * self.radius            # the moment series is exact there
+        inv = (1 / flat[far, None]) ** np.arange(1, 42)
+        g[far], dg[far] = -inv @ self._taylor, inv[:, 1:] @ (self._taylor[:-1] * np.arange(1, 41))
         lower = flat.imag < 0
         w = np.where(lower, flat.conj(), flat)
-        st = np.array(self.steps, dtype=float).reshape(-1, 3)
-        means, m = [], self.base.moments(1)[0]
-        for lam, a, b in self.steps:
-            means.append(lam * m)
-            m = a * lam * m + b
+        st, means = self._constants
         sol = functools.partial(
             _solve, theta=jnp.asarray(self.base.theta), st=jnp.asarray(st),
-            means=jnp.asarray(np.array(means)), eta0=10 * self.sigma,
-            key=self.base.key, nsteps=nsteps, iters=iters)
-        g, dg, res = _chunked(sol, w.real, np.maximum(w.imag, eta_floor),
-                              fill=(w.real[:1].mean() if w.size else 0.0, 1.0))
-        bad = ~(res <= _RES_TOL)
+            means=jnp.asarray(means), eta0=10 * self.sigma, key=self.base.key)
+        bad = ~far
+        for step in steps:                     # points that fail: smaller steps
+            if not bad.any():
+                break
+            g[bad], dg[bad], res = _chunked(lambda x, e: sol(x, e, step=step), w.real[bad],
+                                            w.imag[bad], fill=(w.real[bad][0], 1.0))
+            bad[bad] = ~(res <= _RES_TOL)
         if bad.any():
             i = np.flatnonzero(bad)[0]
             raise ConvergenceError(
                 f"Stieltjes solver: {bad.sum()} of {bad.size} points missed the residual "
-                f"tolerance {_RES_TOL:g} (worst {np.nanmax(np.where(bad, res, 0)):.2g}, "
+                f"tolerance {_RES_TOL:g} (worst {np.nanmax(np.where(res <= _RES_TOL, 0, res)):.2g}, "
                 f"e.g. z = {w[i]:.6g}); this law: {len(self.steps)} compressions")
-        g, dg = np.where(lower, g.conj(), g), np.where(lower, dg.conj(), dg)
+        g, dg = np.where(lower & ~far, g.conj(), g), np.where(lower & ~far, dg.conj(), dg)
         return (g.reshape(z.shape), dg.reshape(z.shape)) if deriv else g.reshape(z.shape)
 
     def stieltjes(self, z) -> np.ndarray:
@@ -390,21 +495,25 @@ class Law:
     def psi(self, z) -> np.ndarray:
         """``psi(z) = int z x / (1 - z x) dmu = sum_k m_k z^k``."""
         z = np.asarray(z, dtype=complex)
-        safe = np.where(z == 0, 1.0, z)
-        return np.where(z == 0, 0.0, -1 - self._g(1 / safe) / safe)
+        near = np.abs(z) < 0.25 / self.radius          # the moment series is exact there
+        safe = np.where(near, 1.0, z)
+        series = z[..., None] ** np.arange(1, 41) @ self._taylor[1:]
+        return np.where(near, series, -1 - self._g(1 / safe) / safe)
 
     def chi(self, u, tol=1e-11) -> np.ndarray:
-        """Inverse of ``psi`` near 0 (branch with ``chi(u) ~ u / m_1``), by Newton
-        with continuation in ``u``; defined e.g. for real ``u`` in
-        ``(-(1 - mass at 0), 0)``."""
+        """Inverse of ``psi`` near 0 (branch with ``chi(u) ~ u / m_1``): Newton on
+        ``psi(z) = u`` with continuation in ``u`` (from the series at ``u / 4``);
+        defined e.g. for real ``u`` in ``(-(1 - mass at 0), 0)``."""
         u = np.asarray(u, dtype=complex)
         m1, m2 = self.moments(2)
-        z = u / 16 / m1 - m2 * (u / 16) ** 2 / m1**3
-        for frac in np.arange(1, 17) / 16:
-            for _ in range(6):
+        z = u / 4 / m1 - m2 * (u / 4) ** 2 / m1**3
+        for target in (u / 4, u / 2, 3 * u / 4, u):
+            for _ in range(10):
                 g, dg = self._g(1 / z, deriv=True)
-                ps, dps = -1 - g / z, g / z**2 + dg / z**3
-                z = z - (ps - frac * u) / dps
+                dz = (-1 - g / z - target) / (g / z**2 + dg / z**3)
+                z = z - dz
+                if np.all(np.abs(dz) <= 1e-14 * np.abs(z)):
+                    break
         err = np.abs(self.psi(z) - u)
         if not np.all(err <= tol * np.maximum(1, np.abs(u))):
             raise ConvergenceError(f"chi: psi(chi(u)) missed u by {err.max():.2g}")
@@ -443,34 +552,31 @@ class Law:
     def cdf(self, x) -> np.ndarray:
         """``mu((-inf, x])``: the integrated density plus the atoms at or below x."""
         x = np.asarray(x, dtype=float)
-        out = np.zeros(x.shape)
-        for loc, m in self.atoms():
-            out += m * (x >= loc)
-        for (lo, hi), coef in zip(self._support, self._series):
-            theta = np.arccos(np.clip((lo + hi - 2 * x) / (hi - lo), -1, 1))
-            out += _series_integral(coef, theta)
-        return np.clip(out, 0.0, 1.0)
+        return np.clip(self._atom_cdf(x) + sum(c.cdf(x) for c in self._components), 0.0, 1.0)
+
+    def _atom_cdf(self, x, closed=True):
+        """Mass of the atoms at or below x (``closed=False``: at x only)."""
+        return sum((m * ((x >= loc) if closed else (x == loc)) for loc, m in self.atoms()),
+                   np.zeros(np.shape(x)))
 
     def quantile(self, u) -> np.ndarray:
         """Generalised inverse ``inf {x : cdf(x) >= u}`` for u in [0, 1]."""
-        u = np.asarray(u, dtype=float)
-        pieces = sorted([(loc, loc, m, None) for loc, m in self.atoms()]
-                        + [(lo, hi, c[0] * np.pi / 2, c)
-                           for (lo, hi), c in zip(self._support, self._series)],
-                        key=lambda piece: piece[:2])
+        shape = np.shape(u)
+        u = np.asarray(u, dtype=float).ravel()
+        pieces = sorted([(loc, loc, m) for loc, m in self.atoms()]
+                        + [(c.lo, c.hi, c.mass) for c in self._components])
         out = np.full(u.shape, pieces[-1][1])
         done = np.zeros(u.shape, bool)
-        before = 0.0
-        for lo, hi, mass, coef in pieces:
-            here = ~done & (u <= before + mass)
-            if coef is None:
-                out[here] = lo
-            elif here.any():
-                out[here] = lo + (hi - lo) * (1 - np.cos(
-                    _series_inverse(coef, u[here] - before))) / 2
+        for lo, hi, _ in pieces:                 # the first piece that reaches u
+            here = ~done & (u <= self.cdf(hi) + 1e-14)
+            a, b = np.full(here.sum(), lo), np.full(here.sum(), hi)
+            for _ in range(0 if lo == hi else 64):   # bisection: cdf is monotone
+                mid = (a + b) / 2
+                up = self.cdf(mid) >= u[here]
+                a, b = np.where(up, a, mid), np.where(up, mid, b)
+            out[here] = b
             done |= here
-            before += mass
-        return out
+        return out.reshape(shape)
 
     @functools.cached_property
     def _support(self):
@@ -484,12 +590,9 @@ class Law:
         # t-grid on every interval of R outside the base support, dense near the ends
         sing = sorted({v for c in comps for v in c} | {loc for loc, _ in atoms})
         scale = max(abs(v) for v in sing) or 1.0
-        u = np.linspace(-30, 30, 4000)
-        segs = [sing[0] - scale * np.exp(u)[::-1], sing[-1] + scale * np.exp(u)]
-        for lo, hi in zip(sing[:-1], sing[1:]):
-            if not any(c0 <= lo and hi <= c1 for c0, c1 in comps):
-                segs.append(lo + (hi - lo) * np.sort(np.concatenate(
-                    [(1 + np.tanh(u / 2)) / 2, np.linspace(0, 1, 4002)[1:-1]])))
+        segs = [_segment_grid(-np.inf, sing[0], scale), _segment_grid(sing[-1], np.inf, scale)]
+        segs += [_segment_grid(lo, hi, scale) for lo, hi in zip(sing[:-1], sing[1:])
+                 if not any(c0 <= lo and hi <= c1 for c0, c1 in comps)]
         seg_id = np.concatenate([np.full(s.size, i) for i, s in enumerate(segs)])
         t = np.concatenate(segs)
         scan = functools.partial(_scan, theta=theta, st=jnp.asarray(st), key=key)
@@ -499,9 +602,14 @@ class Law:
         t_out = np.where(inside[cut], t[cut + 1], t[cut])
         for _ in range(80):                   # bisection to the boundary
             mid = (t_in + t_out) / 2
-            (inside,) = _chunked(lambda t: scan(t)[1:], mid, fill=(0.0,))
-            t_in, t_out = np.where(inside, mid, t_in), np.where(inside, t_out, mid)
+            (ok,) = _chunked(lambda t: scan(t)[1:], mid, fill=(0.0,))
+            t_in, t_out = np.where(ok, mid, t_in), np.where(ok, t_out, mid)
+        # ... and the ends of the t-intervals (a hard edge of the bottom law maps to an edge)
+        ends = np.flatnonzero(np.diff(seg_id, prepend=-1, append=len(segs)))
+        ends = np.concatenate([ends[:-1], ends[1:] - 1])
+        t_in = np.concatenate([t_in, t[ends[inside[ends]]]])
         cand = np.sort(_chunked(scan, t_in, fill=(0.0,))[0])
+        cand = cand[np.abs(cand) <= 1.01 * self.radius]
         cand[np.abs(cand) <= 1e-14 * self.sigma] = 0.0     # hard edges at 0
         cand = cand[np.concatenate([[True], np.diff(cand) > 1e-13 * self.sigma])]
         comps = []
@@ -516,26 +624,39 @@ class Law:
         return comps
 
     @functools.cached_property
-    def _series(self):
-        """Cosine coefficients of rho(x(theta)) h sin(theta) per component;
-        the number of Chebyshev points doubles until the tail is negligible."""
-        out = []
+    def _components(self):
+        """The continuous part, component by component, as graded panels (see
+        :class:`_Component`), split until the Legendre coefficients of the
+        density on every panel have decayed; checks that the total mass is 1."""
+        panels = [np.stack([b[:-1], b[1:]], 1) for b in map(lambda c: _panel_breaks(*c), self._support)]
+        todo = np.concatenate(panels) if panels else np.zeros((0, 2))
+        done = []
+        for _ in range(40):
+            if not todo.size:
+                break
+            mid, half = todo.mean(1), (todo[:, 1] - todo[:, 0]) / 2
+            rho = self.density(mid[:, None] + half[:, None] * _GL_X)
+            coef = (rho * _GL_W) @ _LEGENDRE
+            # converged: the last coefficients are 1e-12 of the largest, or the
+            # panel's whole possible error (2 half tail) is below 2e-15
+            ok = np.abs(coef[:, -3:]).max(1) <= 1e-12 * np.abs(coef).max(1) + 1e-15 / half
+            done += [(p, r) for p, r in zip(todo[ok], rho[ok])]
+            todo = np.concatenate([np.stack([todo[~ok, 0], mid[~ok]], 1),
+                                   np.stack([mid[~ok], todo[~ok, 1]], 1)])
+        else:
+            raise ConvergenceError("density too rough for the distribution function's panels")
+        comps = []
         for lo, hi in self._support:
-            m = 256
-            while True:
-                th = np.pi * (np.arange(m) + 0.5) / m
-                f = self.density(lo + (hi - lo) * (1 - np.cos(th)) / 2) * (hi - lo) / 2 * np.sin(th)
-                coef = fft.dct(f, type=2) / m
-                if np.abs(coef[-m // 8:]).max() <= 1e-13 * abs(coef[0]) or m >= 2**14:
-                    break
-                m *= 2
-            out.append(coef)
-        mass = sum(c[0] * np.pi / 2 for c in out) + sum(m for _, m in self.atoms())
-        if abs(mass - 1) > 1e-8:
+            mine = sorted((p[0], p[1], r) for p, r in done if lo <= p[0] < hi)
+            ends = np.array([p[:2] for p in mine])
+            comps.append(_Component(lo, hi, np.append(ends[:, 0], ends[-1, 1]),
+                                    np.array([p[2] for p in mine])))
+        mass = sum(c.mass for c in comps) + sum(m for _, m in self.atoms())
+        if abs(mass - 1) > 1e-9:
             raise ConvergenceError(
                 f"total mass {mass:.12g} != 1: support detection or density failed "
                 f"(edges {self._support}, atoms {self.atoms()})")
-        return out
+        return comps
 
     # --- spectral functionals ---
     def integrate(self, phi, phi0=None, *, rtol=1e-10, atol=0.0) -> np.ndarray:
@@ -603,39 +724,79 @@ class Law:
                                "for the requested rtol; pass a larger atol")
 
 
-def _trig_sum(trig, theta, k, weights):
-    """sum_k weights[k] trig(k theta), in blocks (memory ~ 2^22 numbers)."""
-    theta = np.asarray(theta, dtype=float)
-    flat = theta.ravel()
-    step = max(1, 2**22 // k.size)
-    return np.concatenate([trig(flat[i:i + step, None] * k) @ weights
-                           for i in range(0, flat.size, step)] or [np.zeros(0)]).reshape(theta.shape)
+def _panel_breaks(lo, hi):
+    """Panel ends on [lo, hi], halving towards both edges: down to 1e-30 of the
+    half-width at an edge at 0 (hard edges, density ~ x^-a), else to 1e-12 of
+    the edge's value (a square-root edge leaves ~ 1e-18 of mass there)."""
+    h = (hi - lo) / 2
+
+    def depth(edge):
+        floor = 1e-30 * h if edge == 0 else 1e-12 * abs(edge)
+        return max(1, math.ceil(math.log2(h / floor)))
+
+    left = lo + h * 2.0 ** -np.arange(depth(lo), -1, -1)
+    right = hi - h * 2.0 ** -np.arange(1, depth(hi) + 1)
+    return np.concatenate([left, right])
 
 
-def _series_integral(coef, theta):
-    """int_0^theta of the cosine series c_0/2 + sum_k c_k cos(k theta)."""
-    k = np.arange(1, coef.size)
-    return coef[0] * np.asarray(theta) / 2 + _trig_sum(np.sin, theta, k, coef[1:] / k)
+class _Component:
+    """Distribution function of one support component [lo, hi].
 
+    The density is interpolated by a degree-15 Legendre series on each panel
+    (16 Gauss-Legendre points; panels halve towards the edges and are split
+    until the series' last coefficients are below 1e-12 of the largest) and
+    integrated exactly.  Between the last panel and an edge the density is
+    continued as the power law ``c |x - edge|^-a`` fitted on that panel (exact
+    to leading order for square-root, x^-1/2 and x^-2/3 edges)."""
 
-def _series_inverse(coef, target):
-    """theta in [0, pi] with _series_integral(coef, theta) = target (monotone):
-    interpolation in a table, then safeguarded Newton steps."""
-    table = np.linspace(0, np.pi, 4 * coef.size + 1)
-    vals = np.maximum.accumulate(_series_integral(coef, table))
-    th = np.interp(target, vals, table)
-    for _ in range(3):
-        f = _trig_sum(np.cos, th, np.arange(coef.size), coef) - coef[0] / 2
-        step = (_series_integral(coef, th) - target) / np.where(f > 0, f, np.inf)
-        th = np.clip(th - step, 0, np.pi)
-    return th
+    def __init__(self, lo, hi, breaks, rho):
+        self.lo, self.hi, self.breaks = lo, hi, breaks
+        self.half = np.diff(breaks) / 2
+        nodes = (breaks[:-1] + self.half)[:, None] + self.half[:, None] * _GL_X
+        coef = (rho * _GL_W) @ _LEGENDRE
+        self.coef = legendre.legint(coef, lbnd=-1, axis=1) * self.half[:, None]
+        self.tails = [self._tail(nodes[0] - lo, rho[0], breaks[0] - lo),
+                      self._tail(hi - nodes[-1][::-1], rho[-1][::-1], hi - breaks[-1])]
+        self.cum = self.tails[0][0] + np.concatenate([[0.0], np.cumsum(self.coef.sum(1))])
+        self.mass = self.cum[-1] + self.tails[1][0]
+        self.points = np.concatenate([breaks, nodes.ravel()])
+
+    @staticmethod
+    def _tail(dist, rho, width):
+        """(mass, exponent 1 - a) of the power-law continuation on [0, width]."""
+        if rho[0] <= 0 or rho[-1] <= 0 or not dist[-1] > 1.01 * dist[0]:
+            return max(rho[0], 0.0) * width, 1.0
+        power = 1 + math.log(rho[-1] / rho[0]) / math.log(dist[-1] / dist[0])
+        if power <= 0:
+            raise ConvergenceError(f"density not integrable at an edge (exponent {power - 1:.3g})")
+        return rho[0] * dist[0] * (width / dist[0]) ** power / power, power
+
+    def cdf(self, x):
+        """Mass of this component in (-inf, x]."""
+        j = np.clip(np.searchsorted(self.breaks, x, side="right") - 1, 0, self.half.size - 1)
+        xi = np.clip((x - self.breaks[j]) / self.half[j] - 1, -1, 1)
+        inner = self.cum[j] + np.sum(legendre.legvander(xi, 16) * self.coef[j], axis=-1)
+        (m_lo, p_lo), (m_hi, p_hi) = self.tails
+        left = m_lo * (np.maximum(x - self.lo, 0) / (self.breaks[0] - self.lo)) ** p_lo
+        right = self.mass - m_hi * (np.maximum(self.hi - x, 0) / (self.hi - self.breaks[-1])) ** p_hi
+        return np.where(x < self.breaks[0], left, np.where(x > self.breaks[-1], right, inner))
 
 
 # --- building laws ----------------------------------------------------------------
 
+_LAWS = weakref.WeakValueDictionary()
+
+
+def _law(base, steps=()):
+    """The law (base, steps), shared with any equal law still alive, so that
+    e.g. ``output_law(cfg)`` and ``chain(cfg).output`` share their caches."""
+    law = Law(base, steps)
+    return _LAWS.setdefault(law, law)
+
+
 def dirac(c: float = 1.0) -> Law:
     """The point mass at ``c`` (the law of ``c I``)."""
-    return Law(_Base("dirac", float(c)))
+    return _law(_Base("dirac", float(c)))
 
 
 def marchenko_pastur(ratio: float, scale: float = 1.0) -> Law:
@@ -645,7 +806,7 @@ def marchenko_pastur(ratio: float, scale: float = 1.0) -> Law:
     when ``ratio > 1``."""
     if not ratio > 0 or not scale > 0:
         raise ValueError(f"Marchenko-Pastur needs ratio > 0 and scale > 0, got {ratio}, {scale}")
-    return Law(_Base("mp", float(ratio), (0.0, float(scale))))
+    return _law(_Base("mp", float(ratio), (0.0, float(scale))))
 
 
 def compress(law: Law, lam: float) -> Law:
@@ -654,7 +815,7 @@ def compress(law: Law, lam: float) -> Law:
     Written in the ``m x m`` frame: a step with ``lam < 1`` creates an atom at 0."""
     if not lam > 0:
         raise ValueError(f"compression needs lam > 0, got {lam}")
-    return Law(law.base, law.steps + ((float(lam), 1.0, 0.0),))
+    return _law(law.base, law.steps + ((float(lam), 1.0, 0.0),))
 
 
 def affine(law: Law, a: float, b: float = 0.0) -> Law:
@@ -662,10 +823,10 @@ def affine(law: Law, a: float, b: float = 0.0) -> Law:
     if not a > 0:
         raise ValueError(f"affine maps need a > 0, got {a}")
     if not law.steps:
-        return Law(dataclasses.replace(law.base, poly=(a * law.base.poly[0] + b,
-                                                      *(a * p for p in law.base.poly[1:]))))
+        poly = (a * law.base.poly[0] + b, *(a * p for p in law.base.poly[1:]))
+        return _law(dataclasses.replace(law.base, poly=tuple(map(float, poly))))
     lam, a0, b0 = law.steps[-1]
-    return Law(law.base, law.steps[:-1] + ((lam, a * a0, a * b0 + b),))
+    return _law(law.base, law.steps[:-1] + ((lam, float(a * a0), float(a * b0 + b)),))
 
 
 def scale(law: Law, c: float) -> Law:
@@ -686,7 +847,7 @@ def polynomial(law: Law, coeffs) -> Law:
     comp = np.trim_zeros(np.asarray(comp, dtype=float), "b")
     if not 2 <= comp.size <= 3:
         raise NotImplementedError(f"push-forward of composite degree {comp.size - 1}")
-    return Law(dataclasses.replace(law.base, poly=tuple(float(c) for c in comp)))
+    return _law(dataclasses.replace(law.base, poly=tuple(float(c) for c in comp)))
 
 
 # --- distances between an empirical spectrum and a law -------------------------------
@@ -702,15 +863,13 @@ def w1_to_law(eigs, law: Law, atom_tol: float = 1e-8) -> float:
     """Wasserstein-1 distance ``int |F_n - F| dx`` between the empirical law of
     ``eigs`` and ``law``.  Eigenvalues within ``atom_tol * sigma`` of an atom
     are moved onto it (rounding turns exact zeros into +-1e-14).  ``F`` is
-    linear between breakpoints (eigenvalues, edges, atoms and 2,048 Chebyshev
-    points per component), on which ``int |c - F|`` is exact."""
+    linear between breakpoints (eigenvalues, edges, atoms and the panel points
+    of the distribution function), on which ``int |c - F|`` is exact."""
     x = _snap(eigs, law, atom_tol)
-    pts = [x, np.array([v for c in law.edges() for v in c] + [loc for loc, _ in law.atoms()]),
-           law.grid(2048 * max(1, len(law.edges())))]
-    grid = np.unique(np.concatenate(pts))
-    atoms = law.atoms()
-    cont = law.cdf(grid) - sum(m * (grid >= loc) for loc, m in atoms)   # continuous part
-    jump = sum(m * (grid >= loc) for loc, m in atoms)                    # atoms <= left end
+    pts = [x, np.array([v for c in law.edges() for v in c] + [loc for loc, _ in law.atoms()])]
+    grid = np.unique(np.concatenate(pts + [c.points for c in law._components]))
+    jump = law._atom_cdf(grid)                                        # atoms <= left end
+    cont = law.cdf(grid) - jump                                       # continuous part
     c = np.searchsorted(x, grid[:-1], side="right") / x.size - jump[:-1]
     du, dv = cont[:-1] - c, cont[1:] - c
     width = np.diff(grid)
@@ -726,7 +885,7 @@ def ks_to_law(eigs, law: Law, atom_tol: float = 1e-8) -> float:
     x = _snap(eigs, law, atom_tol)
     pts = np.unique(np.concatenate([x, [loc for loc, _ in law.atoms()]]))
     right = law.cdf(pts)
-    left = right - sum(m * (pts == loc) for loc, m in law.atoms())
+    left = right - law._atom_cdf(pts, closed=False)
     fn_right = np.searchsorted(x, pts, side="right") / x.size
     fn_left = np.searchsorted(x, pts, side="left") / x.size
     return float(max(np.abs(fn_right - right).max(), np.abs(fn_left - left).max()))

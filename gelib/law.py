@@ -21,10 +21,15 @@ a chain of free compressions (Table A.4, Table A.5, Figure D.1):
 
 Across-head sharing (GQA, MQA: ``h_kv < h``) leaves the law unchanged: the
 block diagonal of repeated blocks has the law of one block, and ``W^O`` is
-rotation invariant.  Within-head tying ``W^V = W^K`` changes it:
-``M = K^T T K / n = beta^2 (n/d_K) W'^2 + alpha^2 W'`` with
-``W' = K^T K / n`` Marchenko-Pastur with ratio ``d_K / n`` (a polynomial
+rotation invariant; so ``h_kv`` appears nowhere below.  Within-head tying
+``W^V = W^K`` changes it: ``M = K^T T K / n = beta^2 (n/d_K) W'^2 + alpha^2 W'``
+with ``W' = K^T K / n`` Marchenko-Pastur with ratio ``d_K / n`` (a polynomial
 push-forward), after which steps 4-5 continue.
+
+Square steps (``h d_V = d_O``, or ``d_O = n``, or ``d_V = n``) give a hard
+edge at 0: ``mu_VO`` of BERT-base or GPT-3 has density ``~ x^-1/2`` there, and
+the output law of LLaDA-8B, ModernBERT-large, Llama-3-8B or Qwen2.5-7B
+(``h d_V = d_O = n``, two square steps) ``~ x^-2/3``.
 
 The generic machinery (laws, transforms, edges, distribution functions,
 functionals, distances) lives in :mod:`gelib.freeprob` and is re-exported here.
@@ -78,10 +83,7 @@ class Chain:
 
 
 def chain(cfg: AttentionConfig) -> Chain:
-    """All three laws of :func:`value_law`, :func:`output_covariance_law`,
-    :func:`output_law` (sharing their cached supports is not needed: each law
-    caches its own)."""
-    mu_v = value_law(cfg)
-    width = cfg.h * cfg.d_v
-    mu_vo = scale(compress(mu_v, width / cfg.d_o), cfg.d_o / width)
-    return Chain(mu_v, mu_vo, compress(mu_vo, cfg.d_o / cfg.n))
+    """``mu_V``, ``mu_VO`` and the output law of one layer (the same objects as
+    :func:`value_law`, :func:`output_covariance_law`, :func:`output_law`
+    return, so their supports and distribution functions are computed once)."""
+    return Chain(value_law(cfg), output_covariance_law(cfg), output_law(cfg))

@@ -1,0 +1,87 @@
+"""``python -m gelib law``: the limit spectral law of an attention layer.
+
+Prints the exact moments and/or the density (with support edges and atoms)
+of the law of the eigenvalues of ``Y Y^T / n`` (``--level output``), of the
+value covariance ``mu_V`` or of the output covariance ``mu_VO``
+(:mod:`gelib.law`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .config import ConfigError
+from .freeprob import ConvergenceError
+from .law import output_covariance_law, output_law, value_law
+
+__all__ = ["register", "law_main"]
+
+_LEVELS = {"output": output_law, "mu_v": value_law, "mu_vo": output_covariance_law}
+_TITLES = {"output": "eigenvalues of Y Y^T / n", "mu_v": "mu_V (value covariance)",
+           "mu_vo": "mu_VO (output covariance)"}
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def register(subparsers, add_config_args, config_from_args) -> argparse.ArgumentParser:
+    """Add the ``law`` sub-command to an argparse ``subparsers`` object."""
+    p = subparsers.add_parser(
+        "law",
+        help="limit spectral law of the Gaussian-equivalent output",
+        description=(
+            "The free-probability limit law (Hayase and Karakida 2026, Table A.4) of the "
+            "eigenvalues of Y Y^T / n, or of the intermediate laws mu_V and mu_VO: exact "
+            "moments (--moments K) and the density on a grid clustered at the support "
+            "edges, with the edges and the atoms (--density N). Default: --moments 4."
+        ),
+    )
+    add_config_args(p)
+    p.add_argument("--moments", type=_positive, metavar="K", help="first K moments m_1..m_K")
+    p.add_argument("--density", type=_positive, metavar="N", help="density at about N points")
+    p.add_argument("--level", choices=tuple(_LEVELS), default="output",
+                   help="output (default), mu_v or mu_vo")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=law_main, config_from_args=config_from_args)
+    return p
+
+
+def law_main(args) -> int:
+    try:
+        cfg = args.config_from_args(args)
+    except ConfigError as e:
+        print(f"law: error: {e}", file=sys.stderr)
+        return 2
+    k = args.moments if args.moments or args.density else 4
+    law = _LEVELS[args.level](cfg)
+    out = {}
+    try:
+        if k:
+            out["moments"] = law.moments(k).tolist()
+        if args.density:
+            x = law.grid(args.density)
+            out.update(x=x.tolist(), density=law.density(x).tolist(),
+                       atoms=[list(a) for a in law.atoms()], edges=[list(e) for e in law.edges()])
+    except ConvergenceError as e:
+        print(f"law: numerical failure: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    lines = [f"layer  {cfg.describe()}", f"law    {_TITLES[args.level]}"]
+    if k:
+        lines += ["", f"{'k':>3}  {'m_k':>22}"] + [f"{i:>3}  {m:>22.15g}" for i, m in
+                                                   enumerate(out["moments"], 1)]
+    if args.density:
+        lines += ["", "support edges: " + ", ".join(f"[{a:.10g}, {b:.10g}]" for a, b in law.edges()),
+                  "atoms: " + (", ".join(f"{m:.10g} at {x:.10g}" for x, m in law.atoms()) or "none"),
+                  "", f"{'x':>22}  {'density':>22}"]
+        lines += [f"{x:>22.15g}  {d:>22.15g}" for x, d in zip(out["x"], out["density"])]
+    print("\n".join(lines))
+    return 0
