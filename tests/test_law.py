@@ -168,19 +168,43 @@ def test_moments_from_density_by_quadrature(law):
 @pytest.mark.parametrize("law", [output_law(BERT), output_law(TIED)], ids=["bert", "tied"])
 def test_spectral_functionals(law):
     np.testing.assert_allclose(law.integrate(lambda x: x[None] ** np.arange(1, 5)[:, None]),
-                               law.moments(4), rtol=1e-9)
+                               law.moments(4), rtol=1e-10)
     t = np.array([0.1, 1.0, 10.0]) / law.moments(1)[0]
     atoms = sum(m for x, m in law.atoms() if x == 0)
     decay = law.integrate(lambda x: np.exp(-t[:, None] * x))
     np.testing.assert_allclose(decay, quad_density(law, lambda x: np.exp(-t[:, None] * x)) + atoms,
-                               rtol=1e-9)
+                               rtol=1e-10)
     noise = law.integrate(lambda x: np.expm1(-t[:, None] * x) ** 2 / x, phi0=np.zeros(3))
     np.testing.assert_allclose(noise, quad_density(law, lambda x: np.expm1(-t[:, None] * x) ** 2 / x),
-                               rtol=1e-9)
+                               rtol=1e-10)
     if atoms:
         with pytest.raises(ValueError, match="phi0"):
             with np.errstate(divide="ignore", invalid="ignore"):
                 law.integrate(lambda x: np.expm1(-x) ** 2 / x)
+
+
+@pytest.mark.parametrize("law", [value_law(BERT), compress(marchenko_pastur(0.5), 0.25)],
+                         ids=["bert-mu_v", "atom"])
+def test_contour_integrals(law):
+    """The contour method (off the real axis) against the exact moments and the
+    default quadrature (on the real axis)."""
+    np.testing.assert_allclose(law.integrate(lambda x: x[None] ** np.arange(1, 5)[:, None], method="contour"),
+                               law.moments(4), rtol=1e-9)
+    t = np.array([0.3, 3.0, 30.0]) / law.moments(1)[0]
+    phi = lambda x: x * np.exp(-2 * t[:, None] * x)  # noqa: E731
+    np.testing.assert_allclose(law.integrate(phi, method="contour"), law.integrate(phi), rtol=1e-9)
+
+
+def test_functionals_with_a_hard_edge_and_large_times():
+    """x exp(-2 t x) over a law with density ~ x^-2/3 at 0 (two square steps),
+    for t up to 1e4 / mean: the positive-weight quadrature stays exact."""
+    law = output_law(preset_config("llada-8b"))
+    assert law.edges()[0][0] == 0.0 and law.atoms() == []
+    t = np.geomspace(1e-2, 1e4, 7) / law.moments(1)[0]
+    got = law.integrate(lambda x: x * np.exp(-2 * t[:, None] * x))
+    np.testing.assert_allclose(got, quad_density(law, lambda x: x * np.exp(-2 * t[:, None] * x), nodes=600),
+                               rtol=1e-8)
+    assert np.all(np.diff(got) < 0) and got[-1] > 0
 
 
 def test_cdf_and_quantile():

@@ -198,3 +198,29 @@ def test_the_sigma_models_share_their_gaussian_rows():
             for r in range(CFG.h)])
 
     np.testing.assert_allclose(rows("yg_sigma_f", M.kernel_f), rows("yg_sigma_g", M.kernel_g), atol=1e-8)
+
+
+@pytest.mark.parametrize("form", ["reduced", "literal"])
+def test_yg_given_the_draw_is_signal_plus_gaussian_noise(form):
+    # Given Q, K, V: U_r = beta S_r V_g / sqrt(n) + noise whose rows are i.i.d.
+    # N(0, alpha^2 V_g^T V_g / n).  build("yg") uses the reduced form
+    # (Q (K^T V), G (V^T V)^{1/2}); yg_literal draws the n x n noise Z_r itself.
+    cfg = CFG.replace(d_k=3)
+    draw = sample_fast(jax.random.key(14), cfg)
+    q, k, v = (np.asarray(a) for a in draw[:3])
+    reps = 2000
+
+    def heads(key):
+        if form == "literal":
+            return M.yg_literal(draw, cfg, key)
+        return M.head_outputs("yg", draw, cfg, key)
+
+    u = np.asarray(jax.jit(jax.vmap(heads))(jax.random.split(jax.random.key(15), reps)))
+    for r in range(cfg.h):
+        g = r // cfg.group_size
+        signal = cfg.beta * (q[r] @ k[g].T / math.sqrt(cfg.d_k)) @ v[g] / math.sqrt(cfg.n)
+        noise = (u[:, r] - signal).reshape(-1, cfg.d_v)
+        sigma = cfg.alpha2 * v[g].T @ v[g] / cfg.n
+        assert np.linalg.norm(noise.mean(axis=0)) < 5 * math.sqrt(np.trace(sigma) / noise.shape[0])
+        cov = noise.T @ noise / noise.shape[0]
+        assert np.linalg.norm(cov - sigma) < 4 * _row_covariance_bound(sigma, noise.shape[0])

@@ -7,6 +7,7 @@ import pytest
 
 from gelib import AttentionConfig
 from gelib.sampling import input_matrix, sample, sample_fast, sample_literal
+from gelib import spectra
 from gelib.spectra import model_spectra
 
 CFG = AttentionConfig(n=11, d=17, h=6, h_kv=3, d_k=5, d_v=7, d_o=13)
@@ -50,11 +51,18 @@ def test_literal_projections_are_standard_gaussian():
     assert np.linalg.norm(cov - np.eye(dk)) < 3 * expected
 
 
-@pytest.mark.parametrize("tie_kv", [False, True])
-def test_both_paths_give_the_same_spectral_law(tie_kv):
+@pytest.mark.parametrize("tie_kv, wide", [(False, False), (True, False), (False, True)])
+def test_both_paths_give_the_same_spectral_law(tie_kv, wide):
     # Per seed, the first two moments of the MHA spectrum; across seeds their
     # means must agree between paths within a two-sample z bound (4 sigma).
-    cfg = AttentionConfig(n=24, d=40, h=3, d_k=8, d_o=20, tie_kv=tie_kv)
+    # "wide" (n << h d_v): the fast path forms Y Y^T without W^O
+    # (spectra.reduced_output_grams), the literal path through Y = U W^O.
+    if wide:
+        cfg = AttentionConfig(n=8, d=96, h=8, d_k=4, d_v=8, d_o=48)
+        assert spectra.reduces_output(cfg, 1)
+    else:
+        cfg = AttentionConfig(n=24, d=40, h=3, d_k=8, d_o=20, tie_kv=tie_kv)
+        assert not spectra.reduces_output(cfg, 1)
     seeds = 40
     stats = {}
     for path, key in (("fast", jax.random.key(10)), ("literal", jax.random.key(11))):

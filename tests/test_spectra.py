@@ -129,3 +129,35 @@ def test_round_off_zeros_are_exact_zeros():
         assert np.sum(ev[m][0] == 0.0) == cfg.n - cfg.d_o
     # a rank <= 2h change of Y Y^T moves at most 2h eigenvalues' worth of the CDF
     assert S.ks(ev["yf"][0], ev["yf_ring"][0]) <= 2 * cfg.h / cfg.n
+
+
+@pytest.mark.parametrize("d_o", [40, 11], ids=["bartlett", "gaussian"])
+def test_reduced_output_grams_have_the_law_of_the_direct_ones(d_o):
+    # U fixed (m = 2 models, n = 7, p = 30): the only randomness is W^O.
+    # Exact mean E[Y_i Y_i^T / n] = (d_o / p) U_i U_i^T / n for both methods;
+    # joint statistics (tr G_1^2, tr G_1 G_2) agree between methods (z test).
+    m, n, p, reps = 2, 7, 30, 3000
+    u = jax.random.normal(jax.random.key(20), (m, n, p))
+    keys = jax.random.split(jax.random.key(21), reps)
+    direct = jax.vmap(lambda k: S.direct_output_grams(u, jax.random.normal(k, (p, d_o)) / math.sqrt(p)))(keys)
+    reduced = jax.vmap(lambda k: S.reduced_output_grams(u, k, d_o))(jax.random.split(jax.random.key(22), reps))
+    exact = (d_o / p) * np.asarray(u @ np.swapaxes(u, 1, 2)) / n
+    for g in (np.asarray(direct), np.asarray(reduced)):
+        se = g.std(axis=0, ddof=1) / math.sqrt(reps)
+        assert np.all(np.abs(g.mean(axis=0) - exact) < 4.5 * se)
+
+    def stats(g):
+        return np.stack([np.einsum("tij,tji->t", g[:, 0], g[:, 0]), np.einsum("tij,tji->t", g[:, 0], g[:, 1])], 1)
+
+    a, b = stats(np.asarray(direct)), stats(np.asarray(reduced))
+    se = np.sqrt(a.var(0, ddof=1) / reps + b.var(0, ddof=1) / reps)
+    assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * se), (a.mean(0), b.mean(0), se)
+
+
+def test_the_reduction_is_used_only_where_it_pays():
+    from gelib import preset_config
+
+    assert S.reduces_output(preset_config("gpt3-175b"), 2)
+    assert not S.reduces_output(preset_config("bert-base"), 2)
+    with pytest.raises(ValueError, match="m n <= p"):
+        S.reduced_output_grams(jax.numpy.ones((2, 5, 8)), jax.random.key(0), 4)
