@@ -17,7 +17,8 @@ With ``G = Y Y^T / n`` (law ``mu``, ``n`` eigenvalues) the residual is
   ``+ sigma^2 int (1 - e^{-tl})^2 / l dmu``: bias (the ``(d_o - n)_+`` null
   directions of ``Y^T Y`` never learn; when ``d_o < n`` the ``n - d_o`` zero
   eigenvalues of ``G`` are subtracted again) plus noise (zero at ``l = 0``);
-* arrival time: the first ``t`` with ``L(t) / L(0) <= epsilon``.
+* arrival time: the first ``t`` with ``L(t) / L(0) <= epsilon`` (it exists
+  whenever the mean eigenvalue is positive).
 
 Each takes either sampled eigenvalues (an array; the functional is their mean,
 averaged over the leading axes) or a limit :class:`~gelib.law.Law`, so the
@@ -100,15 +101,63 @@ def coefficient_error(mu, t, n: int, d_o: int, sigma: float = 0.0) -> np.ndarray
     return bias + var
 
 
-def arrival_time(mu, epsilon: float = 0.1, t_max: float = 1e6) -> float:
-    """First time with ``L(t) / L(0) <= epsilon`` (``L`` decreases in ``t``)."""
+def _mean_and_min(mu) -> tuple[float, float]:
+    """Mean eigenvalue ``m1`` and the smallest point of the spectrum."""
+    if _is_law(mu):
+        pts = [lo for lo, _ in mu.edges()] + [loc for loc, _ in mu.atoms()]
+        return float(mu.moments(1)[0]), min(pts)
+    lam = np.asarray(mu, dtype=float).reshape(-1)
+    return float(lam.mean()), float(lam.min())
+
+
+def arrival_time(mu, epsilon: float = 0.1, t_max: float | None = None) -> float:
+    """First time with ``L(t) / L(0) <= epsilon``, to relative precision 1e-10.
+
+    ``L(t) / L(0) = int l e^{-2tl} dmu / m1`` falls from 1 to 0 for any
+    spectrum in ``[0, inf)`` with mean ``m1 > 0`` (zero eigenvalues carry no
+    loss at any time, so an atom at 0 does not stop it), so the arrival time
+    exists for every ``epsilon`` in (0, 1).  It is bracketed from the natural
+    time scale ``1 / m1``, moving by factors of 4 until the loss crosses
+    ``epsilon``, then found by Brent's method in ``log t`` (about 15
+    evaluations of the loss).  Raises :class:`ValueError` for a spectrum that
+    is all zeros or has negative eigenvalues (``L`` undefined, resp. not
+    decreasing), and when the loss is still above ``epsilon`` at ``t_max``
+    (default ``1e12 / m1``: nearly all of the weight ``l dmu`` sits on
+    eigenvalues below ``1e-12 m1``).
+    """
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
-    f = lambda logt: training_loss(mu, [math.exp(logt)])[0] - epsilon  # noqa: E731
-    lo, hi = math.log(1e-8), math.log(t_max)
-    if f(hi) > 0:
-        raise ValueError(f"the loss stays above {epsilon} up to t = {t_max:g}")
-    return math.exp(scipy.optimize.brentq(f, lo, hi, xtol=1e-10))
+    m1, lowest = _mean_and_min(mu)
+    if not m1 > 0:
+        raise ValueError(f"the mean eigenvalue is {m1:g}: with every eigenvalue at 0 the loss is 0 "
+                         "from the start and L(t) / L(0) is undefined")
+    if lowest < -1e-10 * m1:
+        raise ValueError(f"the spectrum reaches {lowest:g} < 0: not the spectrum of a Gram matrix "
+                         "(the loss would grow along negative eigenvalues)")
+    t_max = 1e12 / m1 if t_max is None else float(t_max)
+
+    def excess(logt):
+        return training_loss(mu, [math.exp(logt)])[0] - epsilon
+
+    step, log_t_max = math.log(4.0), math.log(t_max)
+    lo = hi = min(math.log(1.0 / m1), log_t_max)
+    f_hi = excess(hi)
+    if f_hi == 0:
+        return math.exp(hi)
+    if f_hi > 0:                    # above epsilon at 1 / m1: later
+        while f_hi > 0:
+            if hi >= log_t_max:
+                raise ValueError(
+                    f"L(t) / L(0) is still {f_hi + epsilon:.3g} > epsilon = {epsilon:g} at t = "
+                    f"{math.exp(hi):.3g} (t_max = {t_max:g}, 1 / m1 = {1 / m1:.3g}): the weight "
+                    "l dmu sits on eigenvalues far below the mean")
+            lo, hi = hi, min(hi + step, log_t_max)
+            f_hi = excess(hi)
+    else:                           # below epsilon at 1 / m1: earlier (L(0) = 1 > epsilon)
+        lo = hi - step
+        while excess(lo) <= 0:
+            lo, hi = lo - step, lo
+    return math.exp(scipy.optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-14))
 
 
 # --- parameter counts and width allocation (Table D.3) ------------------------------

@@ -108,7 +108,7 @@ def kernel_f(k_g, beta):
     """
     n, d_k = k_g.shape
     gamma = beta**2 / d_k
-    if gamma >= 0.5:
+    if not isinstance(gamma, jax.core.Tracer) and gamma >= 0.5:   # traced beta: checked by the caller
         raise ConfigError(
             f"Sigma_f needs beta^2 / d_k < 1/2 (E[M(q)^2] diverges); got "
             f"beta^2 / d_k = {gamma:.3g}"
@@ -255,8 +255,12 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, key=None):
 
     if model == "mha":
         def one(r, q, k, v):
-            a = attention(scores(q, k), beta)
-            return rn * (a @ v - jnp.mean(v, axis=0, keepdims=True))
+            # softmax(beta S) V with the row normalisation applied after the
+            # product (on n x d_v entries instead of n x n)
+            bs = beta * scores(q, k)
+            e = jnp.exp(bs - jax.lax.stop_gradient(jnp.max(bs, axis=-1, keepdims=True)))
+            av = (e @ v) / jnp.sum(e, axis=-1, keepdims=True)
+            return rn * (av - jnp.mean(v, axis=0, keepdims=True))
     elif model == "yf":
         def one(r, q, k, v):
             return f(scores(q, k), beta) @ v / rn

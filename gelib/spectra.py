@@ -44,7 +44,7 @@ import scipy.linalg
 import scipy.stats
 
 from .config import AttentionConfig
-from .models import build_all, check_models, head_outputs
+from .models import check_models, head_outputs, kernel_f, output
 from .sampling import sample
 
 __all__ = [
@@ -147,17 +147,45 @@ def _stacked_heads(u):
     return jnp.transpose(u, (1, 0, 2)).reshape(n, h * d_v)
 
 
+class _TracedBeta:
+    """A configuration whose ``beta`` and ``alpha2`` are traced arrays (every
+    other field static), so that one compilation serves every ``beta``."""
+
+    def __init__(self, cfg: AttentionConfig, beta, alpha2):
+        self._cfg, self.beta, self.alpha2 = cfg, beta, alpha2
+
+    def __getattr__(self, name):
+        return getattr(self._cfg, name)
+
+
 @functools.partial(jax.jit, static_argnames=("cfg", "models", "path"))
-def _grams(key, cfg: AttentionConfig, models: tuple[str, ...], path: str):
+def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, beta, alpha2):
     draw_key, noise_key = jax.random.split(key)
     draw = sample(draw_key, cfg, path)
+    tcfg = _TracedBeta(cfg, beta, alpha2)
     x64 = jax.config.jax_enable_x64
     if path == "fast" and reduces_output(cfg, len(models)):
         # W^O is never used, so XLA drops its sampling
-        u = jnp.stack([_stacked_heads(head_outputs(m, draw, cfg, noise_key)) for m in models])
+        u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, noise_key)) for m in models])
         return reduced_output_grams(u.astype(jnp.float64) if x64 else u, jax.random.fold_in(draw_key, 1), cfg.d_o)
-    y = build_all(models, draw, cfg, noise_key)
+    y = jnp.stack([output(head_outputs(m, draw, tcfg, noise_key), draw.w_o) for m in models])
     return gram(y.astype(jnp.float64) if x64 else y)
+
+
+def _beta_args(cfg: AttentionConfig):
+    """``(cfg with beta = 1, beta, alpha2)``: the compilation key and the traced values
+    (``alpha2`` computed in float64 before any cast: it cancels at small ``beta``)."""
+    dt = jnp.dtype(cfg.dtype)
+    return cfg.replace(beta=1.0), jnp.asarray(cfg.beta, dt), jnp.asarray(cfg.alpha2, dt)
+
+
+def _grams(key, cfg: AttentionConfig, models: tuple[str, ...], path: str):
+    """Gram matrices ``Y Y^T / n`` (``(len(models), n, n)``) of one seed, jitted
+    once per shape: ``beta`` is a traced argument."""
+    if "yg_sigma_f" in models:
+        kernel_f(jnp.zeros((1, cfg.d_k)), cfg.beta)   # the ConfigError for beta^2 / d_k >= 1/2
+    base, beta, alpha2 = _beta_args(cfg)
+    return _grams_at(key, base, models, path, beta, alpha2)
 
 
 def seed_key(key: jax.Array, seed: int) -> jax.Array:
@@ -166,9 +194,17 @@ def seed_key(key: jax.Array, seed: int) -> jax.Array:
 
 
 @functools.lru_cache(maxsize=32)
+def _sharded_grams_at(base: AttentionConfig, models: tuple[str, ...], path: str):
+    return jax.pmap(lambda k, b, a: _grams_at(k, base, models, path, b, a), in_axes=(0, None, None))
+
+
 def _sharded_grams(cfg: AttentionConfig, models: tuple[str, ...], path: str):
     """``_grams`` mapped over a leading axis of keys, one key per local device."""
-    return jax.pmap(lambda k: _grams(k, cfg, models, path))
+    if "yg_sigma_f" in models:
+        kernel_f(jnp.zeros((1, cfg.d_k)), cfg.beta)
+    base, beta, alpha2 = _beta_args(cfg)
+    fn = _sharded_grams_at(base, models, path)
+    return lambda keys: fn(keys, beta, alpha2)
 
 
 def model_spectra(
@@ -196,13 +232,22 @@ def model_spectra(
     out = {m: np.empty((seeds, cfg.n)) for m in models}
     chunks = [list(range(s, min(s + ndev, seeds))) for s in range(0, seeds, ndev)]
     bar = _progress(seeds, progress, desc=f"spectra ({cfg.n}x{cfg.n}, {ndev} device{'s' * (ndev > 1)})")
-    for chunk in chunks:
+
+    def dispatch(chunk):
         if ndev == 1:
-            grams = _grams(seed_key(key, chunk[0]), cfg, models, path)[None]
-        else:  # pad the last chunk with repeats of its first seed, then drop them
-            padded = chunk + [chunk[0]] * (ndev - len(chunk))
-            keys = jnp.stack([seed_key(key, s) for s in padded])
-            grams = _sharded_grams(cfg, models, path)(keys)
+            return _grams(seed_key(key, chunk[0]), cfg, models, path)[None]
+        # pad the last chunk with repeats of its first seed, then drop them
+        padded = chunk + [chunk[0]] * (ndev - len(chunk))
+        keys = jnp.stack([seed_key(key, s) for s in padded])
+        return _sharded_grams(cfg, models, path)(keys)
+
+    # JAX dispatches asynchronously: the next chunk's Gram matrices are being
+    # formed (XLA's threads) while this chunk's eigenvalues are computed (LAPACK)
+    upcoming = dispatch(chunks[0])
+    for i, chunk in enumerate(chunks):
+        grams = upcoming
+        if i + 1 < len(chunks):
+            upcoming = dispatch(chunks[i + 1])
         for j, s in enumerate(chunk):
             ev = eigvals(grams[j])
             for i, m in enumerate(models):

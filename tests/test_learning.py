@@ -4,9 +4,12 @@ import math
 
 import numpy as np
 import pytest
+import scipy.integrate
+import scipy.optimize
 
 from gelib import AttentionConfig
 from gelib import learning as L
+from gelib.freeprob import dirac, marchenko_pastur
 
 
 def simulate(y_feat, theta_star, noise, sigma, t):
@@ -60,11 +63,110 @@ def test_end_of_training_and_start():
     assert L.coefficient_error(ev2, np.inf, 3, 7, sigma=0.3)[0] == pytest.approx(4 / 7 + 0.09 * np.mean(1 / ev2))
 
 
-def test_arrival_time_closed_form():
-    c, eps = 1.7, 0.05
-    assert L.arrival_time(np.full(9, c), eps) == pytest.approx(math.log(1 / eps) / (2 * c), rel=1e-8)
+@pytest.mark.parametrize("c", [1e-6, 1.7, 1e6])
+def test_arrival_time_closed_form(c):
+    # one eigenvalue c: L(t) / L(0) = exp(-2 t c), so t = log(1 / eps) / (2 c), at any scale
+    for eps in (0.9, 0.05, 1e-8):
+        expected = math.log(1 / eps) / (2 * c)
+        assert L.arrival_time(np.full(9, c), eps) == pytest.approx(expected, rel=1e-9)
+        # zero eigenvalues carry no loss: the arrival time does not see them
+        assert L.arrival_time(np.r_[np.zeros(5), np.full(4, c)], eps) == pytest.approx(expected, rel=1e-9)
+        assert L.arrival_time(dirac(c), eps) == pytest.approx(expected, rel=1e-9)
+    # a law with an atom at 0: 3/4 of MP(4) sits at 0, and MP(1/4) has the same nonzero part
+    # (the nonzero eigenvalues of X X^T / N and X^T X / N coincide), scaled by 1/4
+    assert L.arrival_time(marchenko_pastur(4.0, c), 0.1) == pytest.approx(
+        L.arrival_time(marchenko_pastur(0.25, 4 * c), 0.1), rel=1e-9)
+
+
+def test_arrival_time_two_point_spectrum():
+    # eigenvalues a and 2a, equal weights: with u = exp(-2 t a),
+    # (a u + 2 a u^2) / (3 a) = eps, i.e. 2 u^2 + u - 3 eps = 0
+    a = 0.37
+    for eps in (0.5, 0.1, 1e-3):
+        u = (-1 + math.sqrt(1 + 24 * eps)) / 4
+        expected = -math.log(u) / (2 * a)
+        assert L.arrival_time(np.array([a, 2 * a] * 3), eps) == pytest.approx(expected, rel=1e-9)
+        assert L.training_loss(np.array([a, 2 * a]), expected)[0] == pytest.approx(eps, rel=1e-9)
+
+
+def mp_arrival_by_quad(c, eps):
+    """Arrival time on MP(c) from its closed-form density (scipy quad), independent of gelib."""
+    a, b = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
+
+    def loss(t):   # int x e^{-2tx} rho(x) dx / m1 with m1 = 1, x rho(x) = sqrt((b-x)(x-a)) / (2 pi c)
+        f = lambda x: math.exp(-2 * t * x) / (2 * math.pi * c)  # noqa: E731
+        return scipy.integrate.quad(f, a, b, weight="alg", wvar=(0.5, 0.5), epsabs=1e-16, epsrel=1e-12)[0]
+
+    return scipy.optimize.brentq(lambda lt: loss(math.exp(lt)) - eps, -20, 20, xtol=1e-13)
+
+
+@pytest.mark.parametrize("c", [0.3, 1.0, 2.5])
+def test_arrival_time_on_a_law_matches_its_density(c):
+    for eps in (0.1, 1e-4):
+        expected = math.exp(mp_arrival_by_quad(c, eps))
+        assert L.arrival_time(marchenko_pastur(c), eps) == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.parametrize("c", [0.5, 2.0])
+def test_arrival_time_law_against_sampled_spectra(c):
+    # the arrival time is a smooth spectral functional: its sampling error and its
+    # bias are O(1/p) (measured: p |deviation| has std ~ 1-2 and bias < 0.5)
+    law = marchenko_pastur(c)
+    ref = L.arrival_time(law, 0.1)
+    p, reps = 400, 12
+    n_cols = round(p / c)
+    rng = np.random.default_rng(1)
+    devs = []
+    for _ in range(reps):
+        x = rng.normal(size=(p, n_cols))
+        ev = np.linalg.eigvalsh(x @ x.T / n_cols)      # p - n_cols exact zeros when c > 1
+        devs.append(L.arrival_time(ev, 0.1) / ref - 1)
+    devs = np.array(devs)
+    assert np.abs(devs).max() < 8 / p
+    assert abs(devs.mean()) < 3 / p
+
+
+def test_arrival_time_errors():
     with pytest.raises(ValueError, match="epsilon"):
         L.arrival_time(np.ones(3), 1.5)
+    with pytest.raises(ValueError, match="epsilon"):
+        L.arrival_time(np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="every eigenvalue at 0"):
+        L.arrival_time(np.zeros(4), 0.1)
+    with pytest.raises(ValueError, match="negative|< 0"):
+        L.arrival_time(np.array([-0.5, 1.0, 2.0]), 0.1)
+    with pytest.raises(ValueError, match="still"):
+        L.arrival_time(np.ones(3), 0.1, t_max=0.5)      # arrival at log(10) / 2 = 1.15
+    # a thousandth of the weight l dmu on eigenvalues 1e-3 of the mean: L(t) / L(0) stays
+    # near 1e-3 > epsilon until t ~ 1e3 / m1, beyond a t_max of 1e2 / m1
+    ev = np.r_[1.0, np.full(500, 1e-3 / 500)]                      # m1 ~ 2e-3, small ones 2e-6
+    with pytest.raises(ValueError, match="far below the mean"):
+        L.arrival_time(ev, 1e-4, t_max=1e2 / ev.mean())
+    assert L.arrival_time(ev, 1e-4) > 1e2 / ev.mean()              # the default t_max reaches it
+    assert L.arrival_time(np.ones(3), 0.1, t_max=2.0) == pytest.approx(math.log(10) / 2)
+
+
+class CountingLaw:
+    """A law that counts the calls of its spectral functionals."""
+
+    def __init__(self, law):
+        self.law, self.calls = law, 0
+
+    def integrate(self, *args, **kwargs):
+        self.calls += 1
+        return self.law.integrate(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.law, name)
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_arrival_time_is_cheap(scale):
+    for eps in (0.9, 0.1, 1e-6):
+        law = CountingLaw(marchenko_pastur(0.5, scale))
+        t = L.arrival_time(law, eps)
+        assert L.training_loss(law.law, t)[0] == pytest.approx(eps, rel=1e-9)
+        assert law.calls <= 60          # two per loss evaluation: bracketing plus Brent's method
 
 
 def test_parameter_counts_reproduce_table_d3():

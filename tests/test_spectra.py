@@ -161,3 +161,25 @@ def test_the_reduction_is_used_only_where_it_pays():
     assert not S.reduces_output(preset_config("bert-base"), 2)
     with pytest.raises(ValueError, match="m n <= p"):
         S.reduced_output_grams(jax.numpy.ones((2, 5, 8)), jax.random.key(0), 4)
+
+
+def test_one_compilation_serves_every_beta_and_matches_the_static_build():
+    # beta is traced in the spectra path: a new beta does not recompile, and the
+    # Gram matrices equal those of models.build_all with beta static.
+    from gelib import models as M
+    from gelib.sampling import sample
+
+    cfg = CFG.replace(n=17, d_o=31)
+    models = ("mha", "yf_ring", "yg_sigma_f", "yg")
+    S._grams(jax.random.key(30), cfg, models, "fast")
+    before = S._grams_at._cache_size()
+    for beta in (0.4, 1.3):
+        c = cfg.replace(beta=beta)
+        key = jax.random.key(31)
+        got = np.asarray(S._grams(key, c, models, "fast"))
+        draw_key, noise_key = jax.random.split(key)
+        y = M.build_all(models, sample(draw_key, c, "fast"), c, noise_key)
+        np.testing.assert_allclose(got, np.asarray(S.gram(y)), rtol=1e-10, atol=1e-12)
+    assert S._grams_at._cache_size() == before
+    with pytest.raises(Exception, match="beta\\^2 / d_k"):
+        S._grams(key, cfg.replace(beta=2.0, d_k=7), models, "fast")
