@@ -9,8 +9,9 @@ and compute both spectra (eigenvalues of Y Y^T / n) - what
   W^Q, W^K, W^V, W^O, Q = X W^Q ...), softmax with exp / sum, eigvalsh;
 * gelib: the fast path (Q, K, V sampled directly), jitted JAX, heads one at a
   time, Y^G's noise and product in O(n d_k d_v) per head
-  (``models._yg_reduced``), and, where ``n`` is small against ``h d_v``
-  (GPT-3), the Gram matrices without ``W^O`` (``spectra.reduced_output_grams``);
+  (``models._yg_reduced``), and the Gram matrices from the law of
+  ``W^O W^O^T`` (``spectra.output_route``: without ``W^O`` where ``n`` is small
+  against ``h d_v``, GPT-3; by Bartlett's factor where ``d_o >= 1.5 h d_v``);
   LAPACK eigensolver; timed after compilation, as ``model_spectra`` runs it
   (the next seed's Gram matrices formed while the eigensolver works).  Both
   reductions are exact in law.
@@ -135,15 +136,14 @@ def median(v):
 def flops(cfg) -> dict:
     """Floating-point operations per seed of the fast path (MHA and Y^G), by part."""
     from gelib import AttentionConfig
-    from gelib.spectra import _output_flops, reduces_output
+    from gelib.spectra import output_flops, output_route
 
     c = AttentionConfig(**cfg)
     n, h, hkv, dk, dv = cfg["n"], cfg["h"], cfg["h_kv"], cfg["d_k"], cfg["d_v"]
     mha = 2 * h * (n * n * dk + n * n * dv)                  # scores and A V
     yg = 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv   # Q (K^T V), K^T V, G R
-    direct, reduced = _output_flops(c, 2)
-    out = reduced if reduces_output(c, 2) else direct
-    return {"attention": mha + yg, "output": out, "reduced": reduces_output(c, 2)}
+    route = output_route(c, 2)
+    return {"attention": mha + yg, "output": output_flops(c, 2)[route], "route": route}
 
 
 def main() -> None:
@@ -180,7 +180,7 @@ def main() -> None:
         print(f"  speed-up           : {tb / tf:8.2f} x")
         print(f"  fast path parts    : models + Gram {median(fast['gram']):.3f} s "
               f"({gram_rate:.1f} GFLOP/s over {(fl['attention'] + fl['output']) / 1e9:.1f} GFLOP"
-              f"{', output reduced' if fl['reduced'] else ''}: "
+              f", output route {fl['route']!r}: "
               f"{100 * gram_rate / mach['gflops']:.0f} % of matmul peak), "
               f"eigensolver {median(fast['eig']):.3f} s for two spectra "
               f"({median(fast['eig']) / (2 * mach['eig_s']):.2f} x the machine's eigvalsh)")

@@ -18,11 +18,13 @@ stay at ``1e-15`` rather than ``1e-7``.
 
 Two reductions make the fast path cheaper without changing any law (each
 is tested against the direct form): ``Y^G``'s heads are formed in
-``O(n d_k d_v)`` (see :func:`gelib.models.head_outputs`), and when ``m n`` is
-small against ``h d_v`` (``m`` models of ``n`` tokens: GPT-3 at full context)
-the Gram matrices ``Y_i Y_i^T`` of ``Y_i = U_i W^O`` are sampled jointly
-without ``W^O`` (:func:`reduced_output_grams`). The literal path always forms
-``Y = U W^O``.
+``O(n d_k d_v)`` (see :func:`gelib.models.head_outputs`), and the Gram
+matrices ``Y_i Y_i^T`` of ``Y_i = U_i W^O`` are sampled jointly from the law of
+``W^O W^O^T`` (:func:`output_route`, :func:`reduced_output_grams`): without
+``W^O`` at all when ``m n`` is small against ``h d_v`` (``m`` models of ``n``
+tokens: GPT-3 at full context), through ``n x h d_v`` factors when
+``d_o >= 1.5 h d_v``.
+The literal path always forms ``Y = U W^O``.
 
 Distances between two spectra with the same number ``n`` of eigenvalues:
 ``W1 = mean |sorted(a) - sorted(b)|``, relative ``W1 = W1 / mean(b)`` (``b``
@@ -50,7 +52,8 @@ from .sampling import sample
 __all__ = [
     "gram",
     "eigvals",
-    "reduces_output",
+    "output_route",
+    "output_flops",
     "direct_output_grams",
     "reduced_output_grams",
     "model_spectra",
@@ -88,21 +91,34 @@ def eigvals(c) -> np.ndarray:
     return np.where(np.abs(ev) <= tol, 0.0, ev)
 
 
-def _output_flops(cfg: AttentionConfig, m: int) -> tuple[float, float]:
-    """Flops of the output stage for ``m`` models: ``(direct, reduced)``."""
+def output_flops(cfg: AttentionConfig, m: int) -> dict[str, float]:
+    """Flops of the output stage (``Y_i = U_i W^O`` to the Gram matrices) for
+    ``m`` models, by route (see :func:`output_route`)."""
     n, p, d_o = cfg.n, cfg.h * cfg.d_v, cfg.d_o
     big = m * n
-    direct = m * (2 * n * p * d_o + 2 * n * n * d_o)
-    reduced = 2 * p * big * big + 2 * big * big * min(big, d_o) + m * 2 * n * n * min(big, d_o)
-    return direct, reduced
+    return {
+        "direct": m * (2 * n * p * d_o + 2 * n * n * d_o),
+        "qr": 2 * p * big * big + 2 * big * big * min(big, d_o) + m * 2 * n * n * min(big, d_o),
+        "bartlett": 2 * big * p * p + m * 2 * n * n * p,
+    }
 
 
-def reduces_output(cfg: AttentionConfig, m: int) -> bool:
-    """Whether the fast path forms the Gram matrices of ``m`` models by
-    :func:`reduced_output_grams` (``m n < h d_v`` and at least 1.5x fewer flops:
-    GPT-3, LLaDA-8B at full context), rather than through ``Y = U W^O``."""
-    direct, reduced = _output_flops(cfg, m)
-    return m * cfg.n < cfg.h * cfg.d_v and 1.5 * reduced < direct
+def output_route(cfg: AttentionConfig, m: int) -> str:
+    """How the fast path forms the Gram matrices of ``m`` models from their
+    stacked head outputs ``U`` (``m n x p``, ``p = h d_v``):
+
+    * ``"qr"`` where ``m n < p`` and it takes 1.5x fewer flops (GPT-3, LLaDA-8B
+      at full context): ``O(p (m n)^2)``, no ``W^O``;
+    * ``"bartlett"`` where ``d_o >= 1.5 p``: ``W^O W^O^T`` sampled by its
+      Bartlett factor, ``Y_i`` replaced by ``U_i L`` (``n x p`` instead of
+      ``n x d_o``): ``p / d_o`` of the flops;
+    * ``"direct"`` otherwise: ``Y = U W^O``.
+
+    All three give the same joint law (:func:`reduced_output_grams`)."""
+    flops = output_flops(cfg, m)
+    if m * cfg.n < cfg.h * cfg.d_v and 1.5 * flops["qr"] < flops["direct"]:
+        return "qr"
+    return "bartlett" if 1.5 * flops["bartlett"] <= flops["direct"] else "direct"
 
 
 def direct_output_grams(u, w_o):
@@ -110,35 +126,44 @@ def direct_output_grams(u, w_o):
     return gram(u @ w_o)
 
 
+def _bartlett(key, size: int, df: int, dtype):
+    """Lower-triangular ``L`` with ``L L^T ~ Wishart_size(df, I)`` (Bartlett, ``df >= size``):
+    ``L_ii = sqrt(chi^2_{df - i})``, ``L_ij ~ N(0, 1)`` below the diagonal."""
+    kn, kc = jax.random.split(key)
+    dof = df - jnp.arange(size, dtype=dtype)
+    diag = jnp.sqrt(2.0 * jax.random.gamma(kc, dof / 2, dtype=dtype))
+    return jnp.tril(jax.random.normal(kn, (size, size), dtype), -1) + jnp.diag(diag)
+
+
 def reduced_output_grams(u, key, d_o: int):
     """The Gram matrices ``Y_i Y_i^T / n`` of ``Y_i = U_i W^O``, ``W^O`` a ``p x d_o``
-    matrix of i.i.d. ``N(0, 1/p)`` entries independent of ``U`` (``m x n x p``,
-    ``N = m n <= p``), sampled jointly in law without ``W^O``.
+    matrix of i.i.d. ``N(0, 1/p)`` entries independent of ``U`` (``m x n x p``),
+    sampled jointly in law without ``W^O``.
 
-    Exact in law, not an approximation: with ``U^T = Q R`` (``Q`` ``p x N``
-    with orthonormal columns, ``R`` ``N x N``), ``Y = R^T (Q^T W^O)`` and
-    ``G = Q^T W^O`` has i.i.d. ``N(0, 1/p)`` entries, independent of ``U``
-    (rotation invariance). Every ``Y_i Y_i^T = R_i^T G G^T R_i`` depends on ``G``
-    only through the Wishart matrix ``G G^T``, which is sampled as ``L L^T / p``
-    with Bartlett's triangular factor ``L`` when ``d_o >= N`` (``N^2 / 2``
-    normals instead of ``p d_o``); else ``G`` itself. Cost
-    ``O(p N^2 + N^3)`` instead of ``O(m n p d_o)``.
+    Exact in law, not an approximation. Every ``Y_i Y_i^T = U_i W W^T U_i^T``
+    depends on ``W`` only through the Wishart matrix ``W W^T``.
+
+    * ``m n <= p``: with ``U^T = Q R`` (``Q`` ``p x N`` with orthonormal columns,
+      ``R`` ``N x N``, ``N = m n``), ``Y = R^T (Q^T W)`` and ``G = Q^T W`` has
+      i.i.d. ``N(0, 1/p)`` entries, independent of ``U`` (rotation invariance);
+      ``G G^T`` is sampled as ``L L^T / p`` with Bartlett's factor ``L`` when
+      ``d_o >= N``, else ``G`` itself. Cost ``O(p N^2 + N^3)``.
+    * else, if ``d_o >= p``: ``W W^T`` is sampled as ``L L^T / p`` with
+      Bartlett's ``p x p`` factor; ``Y_i`` is replaced by ``U_i L / sqrt(p)``.
     """
     m, n, p = u.shape
     big = m * n
-    if big > p:
-        raise ValueError(f"the reduction needs m n <= p, got m n = {big}, p = {p}")
-    r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")          # (N, N), U = R^T Q^T
-    kn, kc = jax.random.split(key)
-    if d_o >= big:   # Bartlett: L L^T ~ Wishart_N(d_o, I)
-        df = d_o - jnp.arange(big, dtype=u.dtype)
-        diag = jnp.sqrt(2.0 * jax.random.gamma(kc, df / 2, dtype=u.dtype))
-        lower = jnp.tril(jax.random.normal(kn, (big, big), u.dtype), -1)
-        g = lower + jnp.diag(diag)
-    else:
-        g = jax.random.normal(kn, (big, d_o), u.dtype)
-    b = (r.T @ g) / jnp.sqrt(jnp.asarray(p, u.dtype))
-    return gram(b.reshape(m, n, -1))
+    scale = jnp.sqrt(jnp.asarray(p, u.dtype))
+    if big <= p:
+        r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")          # (N, N), U = R^T Q^T
+        if d_o >= big:
+            g = _bartlett(key, big, d_o, u.dtype)
+        else:
+            g = jax.random.normal(key, (big, d_o), u.dtype)
+        return gram((r.T @ g / scale).reshape(m, n, -1))
+    if d_o >= p:
+        return gram(u @ (_bartlett(key, p, d_o, u.dtype) / scale))
+    raise ValueError(f"the reduction needs m n <= p or d_o >= p, got m n = {big}, p = {p}, d_o = {d_o}")
 
 
 def _stacked_heads(u):
@@ -164,7 +189,7 @@ def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, bet
     draw = sample(draw_key, cfg, path)
     tcfg = _TracedBeta(cfg, beta, alpha2)
     x64 = jax.config.jax_enable_x64
-    if path == "fast" and reduces_output(cfg, len(models)):
+    if path == "fast" and output_route(cfg, len(models)) != "direct":
         # W^O is never used, so XLA drops its sampling
         u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, noise_key)) for m in models])
         return reduced_output_grams(u.astype(jnp.float64) if x64 else u, jax.random.fold_in(draw_key, 1), cfg.d_o)

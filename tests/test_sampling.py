@@ -51,18 +51,18 @@ def test_literal_projections_are_standard_gaussian():
     assert np.linalg.norm(cov - np.eye(dk)) < 3 * expected
 
 
-@pytest.mark.parametrize("tie_kv, wide", [(False, False), (True, False), (False, True)])
-def test_both_paths_give_the_same_spectral_law(tie_kv, wide):
+@pytest.mark.parametrize("tie_kv, route", [(False, "direct"), (True, "direct"), (False, "qr"), (False, "bartlett")])
+def test_both_paths_give_the_same_spectral_law(tie_kv, route):
     # Per seed, the first two moments of the MHA spectrum; across seeds their
     # means must agree between paths within a two-sample z bound (4 sigma).
-    # "wide" (n << h d_v): the fast path forms Y Y^T without W^O
-    # (spectra.reduced_output_grams), the literal path through Y = U W^O.
-    if wide:
-        cfg = AttentionConfig(n=8, d=96, h=8, d_k=4, d_v=8, d_o=48)
-        assert spectra.reduces_output(cfg, 1)
-    else:
-        cfg = AttentionConfig(n=24, d=40, h=3, d_k=8, d_o=20, tie_kv=tie_kv)
-        assert not spectra.reduces_output(cfg, 1)
+    # The literal path always forms Y = U W^O; the fast path forms Y Y^T by
+    # `route` (spectra.output_route, spectra.reduced_output_grams).
+    cfg = {
+        "direct": AttentionConfig(n=24, d=40, h=3, d_k=8, d_o=20, tie_kv=tie_kv),
+        "qr": AttentionConfig(n=8, d=96, h=8, d_k=4, d_v=8, d_o=48),
+        "bartlett": AttentionConfig(n=24, d=40, h=2, d_k=8, d_o=32),
+    }[route]
+    assert spectra.output_route(cfg, 1) == route
     seeds = 40
     stats = {}
     for path, key in (("fast", jax.random.key(10)), ("literal", jax.random.key(11))):

@@ -131,12 +131,12 @@ def test_round_off_zeros_are_exact_zeros():
     assert S.ks(ev["yf"][0], ev["yf_ring"][0]) <= 2 * cfg.h / cfg.n
 
 
-@pytest.mark.parametrize("d_o", [40, 11], ids=["bartlett", "gaussian"])
-def test_reduced_output_grams_have_the_law_of_the_direct_ones(d_o):
-    # U fixed (m = 2 models, n = 7, p = 30): the only randomness is W^O.
+@pytest.mark.parametrize("p, d_o", [(30, 40), (30, 11), (10, 12)], ids=["qr-bartlett", "qr-gaussian", "bartlett"])
+def test_reduced_output_grams_have_the_law_of_the_direct_ones(p, d_o):
+    # U fixed (m = 2 models, n = 7): the only randomness is W^O.
     # Exact mean E[Y_i Y_i^T / n] = (d_o / p) U_i U_i^T / n for both methods;
     # joint statistics (tr G_1^2, tr G_1 G_2) agree between methods (z test).
-    m, n, p, reps = 2, 7, 30, 3000
+    m, n, reps = 2, 7, 3000
     u = jax.random.normal(jax.random.key(20), (m, n, p))
     keys = jax.random.split(jax.random.key(21), reps)
     direct = jax.vmap(lambda k: S.direct_output_grams(u, jax.random.normal(k, (p, d_o)) / math.sqrt(p)))(keys)
@@ -157,9 +157,15 @@ def test_reduced_output_grams_have_the_law_of_the_direct_ones(d_o):
 def test_the_reduction_is_used_only_where_it_pays():
     from gelib import preset_config
 
-    assert S.reduces_output(preset_config("gpt3-175b"), 2)
-    assert not S.reduces_output(preset_config("bert-base"), 2)
-    with pytest.raises(ValueError, match="m n <= p"):
+    assert S.output_route(preset_config("gpt3-175b"), 2) == "qr"
+    assert S.output_route(preset_config("bert-base"), 2) == "direct"        # d_o = h d_v
+    assert S.output_route(preset_config("bert-base").replace(d_o=1152), 2) == "bartlett"
+    assert S.output_route(preset_config("bert-base").replace(d_o=1151), 2) == "direct"
+    for name in ("bert-base", "gpt3-175b", "llama3-8b", "falcon-7b"):
+        cfg = preset_config(name)
+        flops = S.output_flops(cfg, 2)
+        assert flops[S.output_route(cfg, 2)] <= flops["direct"], name
+    with pytest.raises(ValueError, match="m n <= p or d_o >= p"):
         S.reduced_output_grams(jax.numpy.ones((2, 5, 8)), jax.random.key(0), 4)
 
 
@@ -169,8 +175,9 @@ def test_one_compilation_serves_every_beta_and_matches_the_static_build():
     from gelib import models as M
     from gelib.sampling import sample
 
-    cfg = CFG.replace(n=17, d_o=31)
+    cfg = CFG.replace(n=17, d_o=11)      # d_o < h d_v: the direct route, through W^O
     models = ("mha", "yf_ring", "yg_sigma_f", "yg")
+    assert S.output_route(cfg, len(models)) == "direct"
     S._grams(jax.random.key(30), cfg, models, "fast")
     before = S._grams_at._cache_size()
     for beta in (0.4, 1.3):
