@@ -432,9 +432,13 @@ class Law:
 
     @functools.cached_property
     def _taylor(self):
-        """m_0 .. m_40: the series of g at infinity and of psi at 0, used where
-        |z| > 4 radius (resp. |z| < 1 / (4 radius)), error < 4^-40."""
-        return np.concatenate([[1.0], self.moments(40)])
+        """``(R, t)``, ``t_k = m_k / R^k`` (k = 0 .. 40, ``R`` = :attr:`radius`): the
+        series of g at infinity and of psi at 0, used where |z| > 4 R (resp.
+        |z| < 1 / (4 R)), error < 4^-40.  Scaled (the moments of ``X / R``, all
+        in [-1, 1]) so that laws with large eigenvalues (``e^{beta^2}`` at large
+        ``beta``) do not overflow ``m_40``."""
+        r = self.radius or 1.0
+        return r, np.concatenate([[1.0], scale(self, 1 / r).moments(40)])
 
     @functools.cached_property
     def _constants(self):
@@ -475,8 +479,10 @@ class Law:
         flat = z.ravel()
         g, dg = np.empty(flat.shape, complex), np.empty(flat.shape, complex)
         far = np.abs(flat) > 4 * self.radius            # the moment series is exact there
-        inv = (1 / flat[far, None]) ** np.arange(1, 42)
-        g[far], dg[far] = -inv @ self._taylor, inv[:, 1:] @ (self._taylor[:-1] * np.arange(1, 41))
+        r, t = self._taylor
+        zf = flat[far]
+        q = (r / zf[:, None]) ** np.arange(41)           # g = -(1/z) sum_k t_k (R/z)^k
+        g[far], dg[far] = -(q @ t) / zf, (q[:, :40] @ (t[:40] * np.arange(1, 41))) / zf**2
         lower = flat.imag < 0
         w = np.where(lower, flat.conj(), flat)
         st, means = self._constants
@@ -509,7 +515,8 @@ class Law:
         z = np.asarray(z, dtype=complex)
         near = np.abs(z) < 0.25 / self.radius          # the moment series is exact there
         safe = np.where(near, 1.0, z)
-        series = z[..., None] ** np.arange(1, 41) @ self._taylor[1:]
+        r, t = self._taylor
+        series = (r * z[..., None]) ** np.arange(1, 41) @ t[1:]
         return np.where(near, series, -1 - self._g(1 / safe) / safe)
 
     def chi(self, u, tol=1e-11) -> np.ndarray:

@@ -304,3 +304,20 @@ def test_cli_module_entry_point():
                           "--json"], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["moments"][0] == pytest.approx(BERT.first_moment, rel=1e-13)
+
+
+def test_laws_with_large_eigenvalues_do_not_overflow():
+    # g_{cX}(z) = g_X(z / c) / c and psi_{cX}(z) = psi_X(c z), at c = 1e8 (m_40 ~ 1e320
+    # unscaled), on both sides of the series/solver switch, with no warning.
+    import warnings
+
+    small = marchenko_pastur(0.5)
+    c = 1e8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = marchenko_pastur(0.5, scale=c)
+        z = np.array([0.7 + 0.2j, 3.0 + 1.0j, 20.0 + 5.0j, -40.0])
+        np.testing.assert_allclose(big.stieltjes(c * z) * c, small.stieltjes(z), rtol=1e-10)
+        u = np.array([0.01, 0.05, 0.3 + 0.1j])
+        np.testing.assert_allclose(big.psi(u / c), small.psi(u), rtol=1e-10)
+        assert big.moments(1)[0] == pytest.approx(c)
