@@ -197,9 +197,13 @@ def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, bet
     return gram(y.astype(jnp.float64) if x64 else y)
 
 
-def _beta_args(cfg: AttentionConfig):
+def _beta_args(cfg: AttentionConfig, models: tuple[str, ...]):
     """``(cfg with beta = 1, beta, alpha2)``: the compilation key and the traced values
-    (``alpha2`` computed in float64 before any cast: it cancels at small ``beta``)."""
+    (``alpha2`` computed in float64 before any cast: it cancels at small ``beta``).
+    Raises the ConfigError of ``Sigma_f`` for ``beta^2 / d_k >= 1/2`` here, where
+    ``beta`` is still a number."""
+    if "yg_sigma_f" in models:
+        kernel_f(jnp.zeros((1, cfg.d_k)), cfg.beta)
     dt = jnp.dtype(cfg.dtype)
     return cfg.replace(beta=1.0), jnp.asarray(cfg.beta, dt), jnp.asarray(cfg.alpha2, dt)
 
@@ -207,9 +211,7 @@ def _beta_args(cfg: AttentionConfig):
 def _grams(key, cfg: AttentionConfig, models: tuple[str, ...], path: str):
     """Gram matrices ``Y Y^T / n`` (``(len(models), n, n)``) of one seed, jitted
     once per shape: ``beta`` is a traced argument."""
-    if "yg_sigma_f" in models:
-        kernel_f(jnp.zeros((1, cfg.d_k)), cfg.beta)   # the ConfigError for beta^2 / d_k >= 1/2
-    base, beta, alpha2 = _beta_args(cfg)
+    base, beta, alpha2 = _beta_args(cfg, models)
     return _grams_at(key, base, models, path, beta, alpha2)
 
 
@@ -225,9 +227,7 @@ def _sharded_grams_at(base: AttentionConfig, models: tuple[str, ...], path: str)
 
 def _sharded_grams(cfg: AttentionConfig, models: tuple[str, ...], path: str):
     """``_grams`` mapped over a leading axis of keys, one key per local device."""
-    if "yg_sigma_f" in models:
-        kernel_f(jnp.zeros((1, cfg.d_k)), cfg.beta)
-    base, beta, alpha2 = _beta_args(cfg)
+    base, beta, alpha2 = _beta_args(cfg, models)
     fn = _sharded_grams_at(base, models, path)
     return lambda keys: fn(keys, beta, alpha2)
 
@@ -269,10 +269,10 @@ def model_spectra(
     # JAX dispatches asynchronously: the next chunk's Gram matrices are being
     # formed (XLA's threads) while this chunk's eigenvalues are computed (LAPACK)
     upcoming = dispatch(chunks[0])
-    for i, chunk in enumerate(chunks):
+    for c, chunk in enumerate(chunks):
         grams = upcoming
-        if i + 1 < len(chunks):
-            upcoming = dispatch(chunks[i + 1])
+        if c + 1 < len(chunks):
+            upcoming = dispatch(chunks[c + 1])
         for j, s in enumerate(chunk):
             ev = eigvals(grams[j])
             for i, m in enumerate(models):
