@@ -16,9 +16,11 @@ and compute both spectra (eigenvalues of Y Y^T / n) - what
   (the next seed's Gram matrices formed while the eigensolver works).  Both
   reductions are exact in law.
 
-Each variant runs in a child process, so its peak resident memory is its own.
-The baseline runs with one BLAS thread and with every core, and the faster is
-kept; the fast path runs as ``make`` runs it, one BLAS thread beside XLA's pool.
+Timing: gelib and the baseline alternate seed by seed in one process (one
+BLAS thread, as ``make`` runs gelib, beside XLA's pool), so both see the same
+machine; the baseline is also run alone in its own process with one BLAS
+thread and with every core, and the better of those is the second reference.
+Peak resident memory: each variant alone in a child process.
 Also measured in the same session: this machine's float64 matmul rate and
 eigensolver time, to say how close the dominant parts run to them.
 
@@ -35,7 +37,7 @@ import subprocess
 import sys
 import time
 
-BASELINE = r"""
+BASELINE_DEFS = r"""
 import json, math, sys, time
 import numpy as np
 import scipy.linalg
@@ -69,6 +71,9 @@ def one_seed():
         out.append(scipy.linalg.eigvalsh(y @ y.T / n, check_finite=False))
     return out
 
+"""
+
+BASELINE = BASELINE_DEFS + r"""
 times = []
 for _ in range(repeats):
     t = time.perf_counter(); one_seed(); times.append(time.perf_counter() - t)
@@ -76,12 +81,12 @@ import resource
 print(json.dumps({"times": times, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
-FAST = r"""
-import json, resource, sys, time
+FAST = BASELINE_DEFS + r"""
+import resource
 import jax
 import gelib
 from gelib import AttentionConfig, spectra
-cfg = AttentionConfig(**json.loads(sys.argv[1])); repeats = int(sys.argv[2])
+cfg = AttentionConfig(**cfg); interleave = sys.argv[3] == "1"
 key = jax.random.key(0)
 models = ("mha", "yg")
 t = time.perf_counter()
@@ -94,13 +99,17 @@ for s in range(repeats):   # the parts, one after the other
     t1 = time.perf_counter()
     spectra.eigvals(c)
     gram_t.append(t1 - t0); eig_t.append(time.perf_counter() - t1)
-times = []
-for s in range(repeats):   # what users run: model_spectra, Gram matrices of the next seed
-    t0 = time.perf_counter()  # formed while the eigensolver works on this one
+times, base_times = [], []
+for s in range(repeats if interleave else 0):
+    # what users run: model_spectra (the next seed's Gram matrices formed while
+    # the eigensolver works on this one), alternating with the NumPy baseline
+    # in this same process, so that both see the same machine
+    t0 = time.perf_counter()
     spectra.model_spectra(jax.random.key(s + 1), cfg, models, seeds=4, progress=False)
     times.append((time.perf_counter() - t0) / 4)
-print(json.dumps({"times": times, "gram": gram_t, "eig": eig_t, "first_call": compile_s,
-                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    t0 = time.perf_counter(); one_seed(); base_times.append(time.perf_counter() - t0)
+print(json.dumps({"times": times, "base_times": base_times, "gram": gram_t, "eig": eig_t,
+                  "first_call": compile_s, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 MACHINE = r"""
@@ -164,20 +173,24 @@ def main() -> None:
         runs = {t: child(BASELINE, json.dumps(cfg), args.repeats, threads=t) for t in sorted({1, cores})}
         best = min(runs, key=lambda t: median(runs[t][0]["times"]))
         base, base_mem = runs[best]
-        fast, fast_mem = child(FAST, json.dumps(cfg), args.repeats, threads=1)
-        tb, tf = median(base["times"]), median(fast["times"])
+        fast, _ = child(FAST, json.dumps(cfg), args.repeats, "1", threads=1)
+        _, fast_mem = child(FAST, json.dumps(cfg), 1, "0", threads=1)   # gelib alone: its peak RSS
+        tb, tf, ts = median(base["times"]), median(fast["times"]), median(fast["base_times"])
         fl = flops(cfg)
         gram_rate = (fl["attention"] + fl["output"]) / median(fast["gram"]) / 1e9
         print(f"\n{name}: n={cfg['n']} d={cfg['d']} h={cfg['h']} d_k={cfg['d_k']} d_o={cfg['d_o']}, "
               f"median of {args.repeats} seeds")
         print(f"  machine: matmul {mach['gflops']:.1f} GFLOP/s (float64), eigvalsh {cfg['n']}x{cfg['n']} "
               f"{mach['eig_s']:.3f} s")
-        print(f"  numpy literal path : {tb:8.3f} s/seed   peak RSS {base_mem:7.0f} MiB   "
-              f"({best} BLAS thread{'s' * (best > 1)}; "
-              + ", ".join(f"{t}: {median(r[0]['times']):.3f} s" for t, r in runs.items()) + ")")
+        print(f"  numpy literal path : {ts:8.3f} s/seed   in gelib's process, alternating with it "
+              f"(1 BLAS thread)")
+        print(f"                       {tb:8.3f} s/seed   alone, at its best BLAS thread count ("
+              + ", ".join(f"{t}: {median(r[0]['times']):.3f} s" for t, r in runs.items())
+              + f"), peak RSS {base_mem:.0f} MiB")
         print(f"  gelib fast path    : {tf:8.3f} s/seed   peak RSS {fast_mem:7.0f} MiB   "
               f"(first call, with compilation: {fast['first_call']:.1f} s)")
-        print(f"  speed-up           : {tb / tf:8.2f} x")
+        print(f"  speed-up           : {ts / tf:8.2f} x against the baseline in the same process, "
+              f"{tb / tf:.2f} x against the best baseline alone")
         print(f"  fast path parts    : models + Gram {median(fast['gram']):.3f} s "
               f"({gram_rate:.1f} GFLOP/s over {(fl['attention'] + fl['output']) / 1e9:.1f} GFLOP"
               f", output route {fl['route']!r}: "
