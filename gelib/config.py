@@ -182,6 +182,28 @@ class AttentionConfig:
         """
         return dataclasses.replace(self, **changes)
 
+    def at_length(self, n: int) -> "AttentionConfig":
+        """The layer at context length ``n`` with the same ratios of the dimensions.
+
+        Every width (``d``, ``d_k``, ``d_v``, ``d_o``) is scaled by ``n / self.n``
+        and rounded (at least 1; ``d`` at least ``n``); ``h``, ``h_kv``,
+        ``beta``, tying and dtype are kept. This is how the chapters sweep
+        over ``n`` in the proportional limit of the paper (all widths grow
+        with ``n``, ``h`` and ``beta`` fixed).
+
+        >>> AttentionConfig(n=256, d=384, h=4, d_k=32, d_v=48, d_o=384).at_length(128).describe()
+        'n=128, d=192, h/h_kv=4/4 (none), d_k=16, d_v=24, d_o=192, beta=1'
+        """
+        n = _as_int("n", n)
+        s = n / self.n
+
+        def width(w: int) -> int:
+            return max(1, round(w * s))
+
+        d_o = width(self.d_o)
+        return dataclasses.replace(self, n=n, d=max(n, d_o, width(self.d)), d_k=width(self.d_k),
+                                   d_v=width(self.d_v), d_o=d_o)
+
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 

@@ -221,7 +221,7 @@ def _yg_reduced(draw: Draw, cfg: AttentionConfig, z_key):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
-def yg_literal(draw: Draw, cfg: AttentionConfig, z_key):
+def yg_literal(z_key: jax.Array, draw: Draw, cfg: AttentionConfig):
     """``Y^G``'s heads as written, ``(beta Q_r K_g^T / sqrt(d_k) + alpha Z_r) V_g / sqrt(n)``,
     with the ``n x n`` noise ``Z_r`` drawn: the definition, for teaching and
     for testing the reduced form used by ``build("yg", ...)`` (same law)."""
@@ -236,10 +236,10 @@ def yg_literal(draw: Draw, cfg: AttentionConfig, z_key):
     return _per_head(one, draw, cfg)
 
 
-def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, key=None):
+def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None):
     """Per-head outputs ``U_r`` (``(h, n, d_v)``) of one model of Table 1.
 
-    ``key`` is the noise key of the Gaussian models (``yg_sigma_f``,
+    ``key`` (keyword only) is the noise key of the Gaussian models (``yg_sigma_f``,
     ``yg_sigma_g``, ``yg``); the other models are deterministic given ``draw``.
     The two ``Sigma`` models share their Gaussian rows (so that they differ by
     the covariance alone); ``yg``'s noise is independent of them. ``yg`` is
@@ -285,15 +285,19 @@ def output(u, w_o):
 
 
 @functools.partial(jax.jit, static_argnames=("model", "cfg"))
-def build(model: str, draw: Draw, cfg: AttentionConfig, key=None):
+def build(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None):
     """The ``n x d_o`` output ``Y`` of one model of Table 1."""
-    return output(head_outputs(model, draw, cfg, key), draw.w_o)
+    return output(head_outputs(model, draw, cfg, key=key), draw.w_o)
 
 
 @functools.partial(jax.jit, static_argnames=("models", "cfg"))
-def build_all(models: tuple[str, ...], draw: Draw, cfg: AttentionConfig, key):
-    """Outputs of several models from the same draw and noise key, stacked ``(m, n, d_o)``."""
-    return jnp.stack([build(m, draw, cfg, key) for m in models])
+def build_all(models: tuple[str, ...], draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None):
+    """Outputs of several models from the same draw and noise key, stacked ``(m, n, d_o)``.
+
+    ``key`` (keyword only) is the noise key; it is needed only when a Gaussian
+    model (``yg_sigma_f``, ``yg_sigma_g``, ``yg``) is among ``models``.
+    """
+    return jnp.stack([build(m, draw, cfg, key=key) for m in models])
 
 
 # --- what each step of Table 1 controls -----------------------------------------

@@ -21,14 +21,15 @@ gives the same draw.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from .config import AttentionConfig
+from .config import AttentionConfig, ConfigError
 
-__all__ = ["Draw", "LiteralDraw", "sample_fast", "sample_literal", "sample", "input_matrix"]
+__all__ = ["Draw", "LiteralDraw", "sample_fast", "sample_literal", "sample", "input_matrix", "restrict"]
 
 
 class Draw(NamedTuple):
@@ -116,3 +117,33 @@ def sample(key: jax.Array, cfg: AttentionConfig, path: str = "fast") -> Draw:
     if path == "literal":
         return sample_literal(key, cfg).draw
     raise ValueError(f"path must be 'fast' or 'literal', got {path!r}")
+
+
+def restrict(draw: Draw, cfg: AttentionConfig) -> Draw:
+    """The smaller layer ``cfg`` cut out of a draw of a larger one.
+
+    Leading blocks of matrices with i.i.d. ``N(0, 1)`` entries have i.i.d.
+    ``N(0, 1)`` entries, so ``q[:, :n, :d_k]``, ``k[:, :n, :d_k]`` and
+    ``v[:, :n, :d_v]`` are an exact draw of the smaller layer; the block
+    ``w_o[:, :d_v, :d_o]`` is rescaled from variance ``1/(h D_v)`` to
+    ``1/(h d_v)``. Nested sweeps over ``n`` use it to share randomness across
+    sizes. ``cfg`` must have the draw's ``h``, ``h_kv`` and tying, and no width
+    larger than the draw's; a tied ``cfg`` takes its values from the keys.
+    """
+    h, n_big, dk_big = draw.q.shape
+    h_kv, dv_big, do_big = draw.k.shape[0], draw.v.shape[-1], draw.w_o.shape[-1]
+    if (cfg.h, cfg.h_kv) != (h, h_kv):
+        raise ConfigError(f"restrict: the draw has h/h_kv = {h}/{h_kv}, the layer {cfg.h}/{cfg.h_kv}")
+    if cfg.n > n_big or cfg.d_k > dk_big or cfg.d_v > dv_big or cfg.d_o > do_big:
+        raise ConfigError(
+            f"restrict: the layer (n={cfg.n}, d_k={cfg.d_k}, d_v={cfg.d_v}, d_o={cfg.d_o}) does not fit "
+            f"in the draw (n={n_big}, d_k={dk_big}, d_v={dv_big}, d_o={do_big})"
+        )
+    scale_o = math.sqrt(dv_big / cfg.d_v)
+    k = draw.k[:, : cfg.n, : cfg.d_k]
+    return Draw(
+        q=draw.q[:, : cfg.n, : cfg.d_k],
+        k=k,
+        v=k if cfg.tie_kv else draw.v[:, : cfg.n, : cfg.d_v],
+        w_o=draw.w_o[:, : cfg.d_v, : cfg.d_o] * scale_o,
+    )

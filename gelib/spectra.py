@@ -52,6 +52,8 @@ from .sampling import sample
 __all__ = [
     "gram",
     "eigvals",
+    "spectrum",
+    "mean_shift",
     "output_route",
     "output_flops",
     "direct_output_grams",
@@ -89,6 +91,35 @@ def eigvals(c) -> np.ndarray:
             ev = np.linalg.eigvalsh(c)
     tol = ev.shape[-1] * np.finfo(np.float64).eps * np.max(np.abs(ev), axis=-1, keepdims=True)
     return np.where(np.abs(ev) <= tol, 0.0, ev)
+
+
+def spectrum(y, rtol: float = 1e-10) -> np.ndarray:
+    """Ascending eigenvalues of ``Y Y^T / n`` for ``y`` of shape ``(..., n, d_o)``.
+
+    Eigenvalues below ``rtol`` times the largest are set to 0: when
+    ``h d_v < n`` or ``d_o < n`` the output has rank below ``n``, and the
+    round-off of its exact zeros (about ``1e-15``) would otherwise enter the
+    KS distance in a random order.
+    """
+    ev = eigvals(gram(y))
+    return np.where(ev < rtol * ev.max(axis=-1, keepdims=True), 0.0, ev)
+
+
+def mean_shift(n: int, d_k: int, beta: float = 1.0) -> float:
+    """Leading-order relative shift of the softmax layer's mean eigenvalue.
+
+    ``E m_MHA / E m_GE - 1 = b(n, d_k) + O(d_k^-2 + n^-2 + (n d_k)^-1)`` for
+    untied layers, with ``e_k = e^{k beta^2} - 1`` and
+
+        b(n, d_k) = e^{beta^2} / e_1 * (beta^4 / d_k + (3 e_1 - 2 e_2) / n),
+
+    about ``1.58/d_k - 12.1/n`` at ``beta = 1``: the chi-square fluctuation
+    of ``|q|^2 / d_k`` makes the attention more peaked, the finite softmax
+    denominator less (the derivation is in the finite-size chapter). It does
+    not depend on ``h``, ``h_kv``, ``d_v`` or ``d_o``.
+    """
+    e1, e2 = math.expm1(beta**2), math.expm1(2 * beta**2)
+    return math.exp(beta**2) / e1 * (beta**4 / d_k + (3 * e1 - 2 * e2) / n)
 
 
 def output_flops(cfg: AttentionConfig, m: int) -> dict[str, float]:
@@ -135,7 +166,7 @@ def _bartlett(key, size: int, df: int, dtype):
     return jnp.tril(jax.random.normal(kn, (size, size), dtype), -1) + jnp.diag(diag)
 
 
-def reduced_output_grams(u, key, d_o: int):
+def reduced_output_grams(key: jax.Array, u, d_o: int):
     """The Gram matrices ``Y_i Y_i^T / n`` of ``Y_i = U_i W^O``, ``W^O`` a ``p x d_o``
     matrix of i.i.d. ``N(0, 1/p)`` entries independent of ``U`` (``m x n x p``),
     sampled jointly in law without ``W^O``.
@@ -191,9 +222,9 @@ def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, bet
     x64 = jax.config.jax_enable_x64
     if path == "fast" and output_route(cfg, len(models)) != "direct":
         # W^O is never used, so XLA drops its sampling
-        u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, noise_key)) for m in models])
-        return reduced_output_grams(u.astype(jnp.float64) if x64 else u, jax.random.fold_in(draw_key, 1), cfg.d_o)
-    y = jnp.stack([output(head_outputs(m, draw, tcfg, noise_key), draw.w_o) for m in models])
+        u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, key=noise_key)) for m in models])
+        return reduced_output_grams(jax.random.fold_in(draw_key, 1), u.astype(jnp.float64) if x64 else u, cfg.d_o)
+    y = jnp.stack([output(head_outputs(m, draw, tcfg, key=noise_key), draw.w_o) for m in models])
     return gram(y.astype(jnp.float64) if x64 else y)
 
 

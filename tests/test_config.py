@@ -76,3 +76,17 @@ def test_presets_are_valid_and_table2_is_complete():
     assert preset_config("llama3-8b").sharing == "GQA"
     with pytest.raises(ConfigError, match="unknown preset"):
         preset_config("gpt-5")
+
+
+def test_at_length_keeps_the_ratios_and_everything_else():
+    base = AttentionConfig(n=256, d=384, h=4, h_kv=2, d_k=32, d_v=48, d_o=384, beta=1.5)
+    half = base.at_length(128)
+    assert (half.n, half.d, half.d_k, half.d_v, half.d_o) == (128, 192, 16, 24, 192)
+    assert (half.h, half.h_kv, half.beta, half.dtype) == (4, 2, 1.5, base.dtype)
+    assert base.at_length(256) == base and half.at_length(256) == base
+    tiny = base.at_length(3)  # widths never fall below 1, d never below n
+    assert tiny.d_k >= 1 and tiny.d >= tiny.n == 3
+    tied = AttentionConfig(n=64, d=64, h=2, d_k=16, tie_kv=True).at_length(32)
+    assert tied.tie_kv and tied.d_v == tied.d_k == 8
+    with pytest.raises(ConfigError):
+        base.at_length(0)

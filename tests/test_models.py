@@ -112,7 +112,7 @@ def _new_queries(model, draw, cfg, reps, key):
     """``reps`` outputs with fresh queries (and noise), K, V, W^O fixed; rows stacked."""
     def one(kk):
         kq, kn = jax.random.split(kk)
-        return M.build(model, draw._replace(q=jax.random.normal(kq, draw.q.shape)), cfg, kn)
+        return M.build(model, draw._replace(q=jax.random.normal(kq, draw.q.shape)), cfg, key=kn)
 
     return jax.vmap(one)(jax.random.split(key, reps)).reshape(-1, cfg.d_o)
 
@@ -181,7 +181,7 @@ def test_noise_models_need_a_key_and_unknown_models_fail():
     with pytest.raises(ValueError, match="noise key"):
         M.build("yg", draw, CFG)
     with pytest.raises(ConfigError, match="unknown model"):
-        M.build("ygg", draw, CFG, jax.random.key(1))
+        M.build("ygg", draw, CFG, key=jax.random.key(1))
 
 
 def test_the_sigma_models_share_their_gaussian_rows():
@@ -191,7 +191,7 @@ def test_the_sigma_models_share_their_gaussian_rows():
     key = jax.random.key(13)
 
     def rows(model, kernel):
-        u = M.head_outputs(model, draw, CFG, key)
+        u = M.head_outputs(model, draw, CFG, key=key)
         return np.stack([
             np.asarray(u[r]) @ np.linalg.inv(np.asarray(M._psd_sqrt(
                 draw.v[r // 2].T @ kernel(draw.k[r // 2], CFG.beta) @ draw.v[r // 2] / CFG.n)))
@@ -212,8 +212,8 @@ def test_yg_given_the_draw_is_signal_plus_gaussian_noise(form):
 
     def heads(key):
         if form == "literal":
-            return M.yg_literal(draw, cfg, key)
-        return M.head_outputs("yg", draw, cfg, key)
+            return M.yg_literal(key, draw, cfg)
+        return M.head_outputs("yg", draw, cfg, key=key)
 
     u = np.asarray(jax.jit(jax.vmap(heads))(jax.random.split(jax.random.key(15), reps)))
     for r in range(cfg.h):

@@ -1,5 +1,7 @@
 """The literal and the fast sampling paths."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -76,3 +78,23 @@ def test_both_paths_give_the_same_spectral_law(tie_kv, route):
 def test_unknown_path():
     with pytest.raises(ValueError, match="path"):
         sample(jax.random.key(0), CFG, path="slow")
+
+
+def test_restrict_cuts_an_exact_smaller_draw():
+    from gelib import ConfigError
+    from gelib.sampling import restrict
+
+    big = AttentionConfig(n=40, d=60, h=3, d_k=12, d_v=14, d_o=60)
+    small = AttentionConfig(n=20, d=30, h=3, d_k=6, d_v=7, d_o=30)
+    draws = [sample_fast(jax.random.key(s), big) for s in range(40)]
+    cut = [restrict(d, small) for d in draws]
+    assert cut[0].q.shape == (3, 20, 6) and cut[0].v.shape == (3, 20, 7) and cut[0].w_o.shape == (3, 7, 30)
+    np.testing.assert_array_equal(cut[0].k, draws[0].k[:, :20, :6])
+    # W^O's block has variance 1 / (h d_v) of the small layer: h d_v w^2 averages to 1 over
+    # 40 x 630 entries, standard error sqrt(2 / 25200) = 0.009.
+    w = np.concatenate([np.ravel(c.w_o) for c in cut])
+    assert abs(np.mean(w**2) * small.h * small.d_v - 1) < 4 * math.sqrt(2 / w.size)
+    with pytest.raises(ConfigError, match="does not fit"):
+        restrict(draws[0], big.replace(n=41, d=61))
+    with pytest.raises(ConfigError, match="h/h_kv"):
+        restrict(draws[0], small.replace(h=6))

@@ -112,8 +112,8 @@ def test_float32_models_agree_with_float64_far_below_the_distances_measured():
     cfg32 = cfg.replace(dtype="float32")
     draw32 = type(draw)(*(a.astype(np.float32) for a in draw))
     noise = jax.random.key(7)
-    ev64 = S.eigvals(S.gram(build_all(("mha", "yf"), draw, cfg, noise)))
-    ev32 = S.eigvals(S.gram(build_all(("mha", "yf"), draw32, cfg32, noise).astype(np.float64)))
+    ev64 = S.eigvals(S.gram(build_all(("mha", "yf"), draw, cfg, key=noise)))
+    ev32 = S.eigvals(S.gram(build_all(("mha", "yf"), draw32, cfg32, key=noise).astype(np.float64)))
     scale = ev64.max()
     # float32 rounding (eps 1.2e-7) amplified by sums over n and d_o terms
     assert np.max(np.abs(ev32 - ev64)) < 1e-5 * scale
@@ -140,7 +140,7 @@ def test_reduced_output_grams_have_the_law_of_the_direct_ones(p, d_o):
     u = jax.random.normal(jax.random.key(20), (m, n, p))
     keys = jax.random.split(jax.random.key(21), reps)
     direct = jax.vmap(lambda k: S.direct_output_grams(u, jax.random.normal(k, (p, d_o)) / math.sqrt(p)))(keys)
-    reduced = jax.vmap(lambda k: S.reduced_output_grams(u, k, d_o))(jax.random.split(jax.random.key(22), reps))
+    reduced = jax.vmap(lambda k: S.reduced_output_grams(k, u, d_o))(jax.random.split(jax.random.key(22), reps))
     exact = (d_o / p) * np.asarray(u @ np.swapaxes(u, 1, 2)) / n
     for g in (np.asarray(direct), np.asarray(reduced)):
         se = g.std(axis=0, ddof=1) / math.sqrt(reps)
@@ -166,7 +166,7 @@ def test_the_reduction_is_used_only_where_it_pays():
         flops = S.output_flops(cfg, 2)
         assert flops[S.output_route(cfg, 2)] <= flops["direct"], name
     with pytest.raises(ValueError, match="m n <= p or d_o >= p"):
-        S.reduced_output_grams(jax.numpy.ones((2, 5, 8)), jax.random.key(0), 4)
+        S.reduced_output_grams(jax.random.key(0), jax.numpy.ones((2, 5, 8)), 4)
 
 
 def test_one_compilation_serves_every_beta_and_matches_the_static_build():
@@ -185,8 +185,40 @@ def test_one_compilation_serves_every_beta_and_matches_the_static_build():
         key = jax.random.key(31)
         got = np.asarray(S._grams(key, c, models, "fast"))
         draw_key, noise_key = jax.random.split(key)
-        y = M.build_all(models, sample(draw_key, c, "fast"), c, noise_key)
+        y = M.build_all(models, sample(draw_key, c, "fast"), c, key=noise_key)
         np.testing.assert_allclose(got, np.asarray(S.gram(y)), rtol=1e-10, atol=1e-12)
     assert S._grams_at._cache_size() == before
     with pytest.raises(Exception, match="beta\\^2 / d_k"):
         S._grams(key, cfg.replace(beta=2.0, d_k=7), models, "fast")
+
+
+def test_spectrum_sets_exact_zeros_to_zero():
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=(2, 9, 4))  # rank 4 < n = 9: five exact zeros per seed
+    ev = S.spectrum(y)
+    assert ev.shape == (2, 9)
+    assert np.all(ev[:, :5] == 0.0) and np.all(ev[:, 5:] > 0)
+    np.testing.assert_allclose(ev[:, 5:], np.linalg.eigvalsh(np.swapaxes(y, 1, 2) @ y / 9), rtol=1e-10)
+
+
+@pytest.mark.parametrize("n, d_k", [(2048, 32), (256, 512)])
+def test_mean_shift_against_the_softmax_rows(n, d_k):
+    """b(n, d_k) against Monte Carlo of E[n |a_i|^2 - 1] / (e^{beta^2} - 1) - 1 over softmax
+    rows a_i (the mean eigenvalue of the MHA over V and W^O, relative to Y^G's); the
+    remainder allowed is the proposition's O(d_k^-2 + (n d_k)^-1 + n^-2) with the
+    constants of the finite-size chapter."""
+    beta = 1.0
+    reps = 6
+    vals = []
+    for r in range(reps):
+        kq, kk = jax.random.split(jax.random.key(100 + r))
+        q = jax.random.normal(kq, (n, d_k))
+        k = jax.random.normal(kk, (n, d_k))
+        a = jax.nn.softmax(beta * q @ k.T / math.sqrt(d_k), axis=-1)
+        vals.append(np.asarray(n * jax.numpy.sum(a**2, axis=-1) - 1))
+    per_rep = np.array([v.mean() for v in vals]) / math.expm1(beta**2) - 1  # independent draws
+    se = per_rep.std(ddof=1) / math.sqrt(reps)
+    b = S.mean_shift(n, d_k, beta)
+    remainder = 3 / d_k**2 + 200 / (n * d_k) + 400 / n**2
+    assert abs(per_rep.mean() - b) < 4 * se + remainder, (per_rep.mean(), b, se, remainder)
+    assert abs(b) > 2 * remainder  # the check has power: the shift is well above what it allows
