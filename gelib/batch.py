@@ -17,17 +17,17 @@ latest unfinished run of a scale without redoing finished chapters; a new run
 never overwrites an earlier run's results (``--out DIR --force`` does).
 
 The same loading (:func:`load_chapter`) serves nbval through ``conftest.py``.
+This module is the engine only; its command line (the flags above) is
+:mod:`gelib.cli.batch`.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import datetime as _dt
 import fnmatch
 import importlib.metadata
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -36,12 +36,17 @@ import time
 import traceback
 from pathlib import Path
 
-from .scales import SCALES
-
-__all__ = ["is_chapter", "load_chapter", "toc_files", "glued_values", "run_batch", "main"]
+__all__ = ["BatchError", "is_chapter", "load_chapter", "toc_files", "glued_values", "run_batch"]
 
 ROOT_FILES = ("_config.yml", "_toc.yml")
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
+
+
+class BatchError(SystemExit):
+    """A run that cannot start: nothing to resume, other parameters, or a run
+    folder in the way.  A :class:`SystemExit`, so that a script calling
+    :func:`run_batch` ends with the message; ``python -m gelib batch`` reports it
+    as ``python -m gelib batch: error: <message>``."""
 
 
 # --- chapters ---------------------------------------------------------------------
@@ -186,7 +191,14 @@ def run_batch(
     timeout: int | None = None,
     stream=None,
 ) -> int:
-    """Execute the chapters and render the book; returns the exit status."""
+    """Execute the chapters and render the book; returns the exit status (0 when
+    every chapter ran and the book rendered, else 1).
+
+    ``root`` holds ``_toc.yml``; ``chapters`` are glob patterns of file names
+    (default: all); ``parameters`` are injected into every chapter after
+    ``scale``; ``out`` is the run folder (default
+    ``_build/runs/<scale>-<time>``).  Raises :class:`BatchError` when the run
+    cannot start."""
     import papermill
 
     stream = stream or sys.stderr
@@ -196,16 +208,16 @@ def run_batch(
     if resume:
         run_dir = Path(out) if out else _latest_run(build, scale)
         if run_dir is None or not (run_dir / "record.json").exists():
-            raise SystemExit(f"gelib batch: no earlier run of scale {scale!r} to resume")
+            raise BatchError(f"no earlier run of scale {scale!r} to resume")
         record = json.loads((run_dir / "record.json").read_text())
         if record["parameters"] != params:
-            raise SystemExit(f"gelib batch: {run_dir} ran with parameters {record['parameters']}, not {params}")
+            raise BatchError(f"{run_dir} ran with parameters {record['parameters']}, not {params}")
     else:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(out) if out else build / "runs" / f"{scale}-{stamp}"
         if run_dir.exists():
             if not force:
-                raise SystemExit(f"gelib batch: {run_dir} exists; use --resume, --force or another --out")
+                raise BatchError(f"{run_dir} exists; use --resume, --force or another --out")
             shutil.rmtree(run_dir)
         record = {"scale": scale, "parameters": params, "started": _dt.datetime.now().isoformat(timespec="seconds"),
                   "device": _device(), "versions": _versions(), "chapters": {}}
@@ -300,50 +312,3 @@ def run_batch(
             print(f"FAILED {n} at {where}: {c.get('error', '')}", file=stream)
         status = 1
     return status
-
-
-def _parse_value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def register(sub) -> None:
-    p = sub.add_parser(
-        "batch",
-        help="execute every chapter with Papermill and render the book",
-        description=__doc__.split("\n\n")[0] + " Results are kept per run in _build/runs/.",
-    )
-    p.add_argument("--scale", choices=SCALES, default="default", help="sizes of every chapter (default: default)")
-    p.add_argument("--chapters", nargs="+", metavar="PATTERN",
-                   help="only chapters whose file name matches one of these glob patterns (e.g. 'centering*')")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="inject a parameter into every chapter (VALUE parsed as JSON, else a string)")
-    p.add_argument("--out", type=Path, help="run folder (default _build/runs/<scale>-<time>)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the latest run of this scale (or --out), skipping finished chapters")
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out folder")
-    p.add_argument("--no-render", action="store_true", help="execute only, do not build the HTML")
-    p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
-    p.add_argument("--root", type=Path, default=Path("."), help="the book's folder (with _toc.yml)")
-    p.set_defaults(func=_main)
-
-
-def _main(args) -> int:
-    root = args.root.resolve()
-    if not (root / "_toc.yml").exists():
-        raise SystemExit(f"gelib batch: no _toc.yml in {root}")
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # kernels inherit it; see the Makefile
-    params = {k: _parse_value(v) for k, v in args.parameter}
-    return run_batch(root, args.scale, args.chapters, params, args.out, args.resume, args.force,
-                     not args.no_render, args.timeout)
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gelib.batch")
-    sub = ap.add_subparsers(dest="command", required=True)
-    register(sub)
-    args = ap.parse_args(["batch", *(argv if argv is not None else sys.argv[1:])])
-    return args.func(args)

@@ -1,7 +1,7 @@
 """The configuration of one random multi-head attention layer.
 
 Notation follows the paper (Hayase and Karakida, 2026, Tables A.1-A.3) and
-``shared/MATH.md`` section 1: context length ``n``, input width ``d >= n``,
+the book's appendix (:ref:`conv-model`): context length ``n``, input width ``d >= n``,
 ``h`` query heads grouped into ``h_kv`` key/value groups, key/query width
 ``d_k``, value width ``d_v``, output width ``d_o``, inverse temperature
 ``beta``, and optional within-head key-value tying (``W^V_g = W^K_g``).
@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["AttentionConfig", "ConfigError"]
+__all__ = ["AttentionConfig", "ConfigError", "max_log_score"]
 
 
 class ConfigError(ValueError):
@@ -60,17 +60,22 @@ class AttentionConfig:
 
     Parameters
     ----------
-    n, d : context length and input width; ``n <= d`` (``X X^T / d = I_n``
+    n, d : int
+        Context length and input width; ``n <= d`` (``X X^T / d = I_n``
         needs ``n`` orthogonal rows in ``R^d``).
-    h, h_kv : query heads and key/value groups; ``h_kv`` divides ``h``
+    h, h_kv : int
+        Query heads and key/value groups; ``h_kv`` divides ``h``
         (``h_kv = h`` unshared, ``1 < h_kv < h`` GQA, ``h_kv = 1`` MQA).
-        Defaults to ``h``.
-    d_k, d_v, d_o : key/query, value and output widths; ``d_v`` defaults to
+        ``h_kv`` defaults to ``h``.
+    d_k, d_v, d_o : int
+        Key/query, value and output widths; ``d_v`` defaults to
         ``d_k`` and ``d_o`` to ``d`` (the paper's Table 2 uses ``d_o = d``).
-    beta : inverse temperature, ``beta > 0``.
-    tie_kv : within-head key-value tying ``W^V_g = W^K_g`` (needs
-        ``d_v = d_k``).
-    dtype : ``"float64"`` (default) or ``"float32"``; ``beta`` must be small
+    beta : float
+        Inverse temperature, ``beta > 0``.
+    tie_kv : bool
+        Within-head key-value tying ``W^V_g = W^K_g`` (needs ``d_v = d_k``).
+    dtype : str
+        ``"float64"`` (default) or ``"float32"``; ``beta`` must be small
         enough that ``exp(beta * score)`` and ``exp(beta^2)`` stay finite in it.
     """
 
@@ -166,7 +171,7 @@ class AttentionConfig:
         """Limit of the mean eigenvalue of ``Y Y^T / n``.
 
         ``m_1 = E[mu_V] d_o / n`` with ``E[mu_V] = e^{beta^2} - 1`` for untied
-        layers (MATH.md section 1) and ``e^{beta^2} - 1 + beta^2 n / d_k`` with
+        layers (:ref:`conv-law-mean`) and ``e^{beta^2} - 1 + beta^2 n / d_k`` with
         K=V tying (the mean of ``beta^2 (n/d_k) W'^2 + alpha^2 W'``).
         """
         mean_v = math.expm1(self.beta**2)

@@ -78,7 +78,9 @@ _ROWS = [
            "token, hidden 768, 12 heads of 64"),
 ]
 
+#: Every preset by name: the rows of the paper's Table 2 and further public models.
 PRESETS: dict[str, Preset] = {p.name: p for p in _ROWS}
+#: The names of the presets that are rows of the paper's Table 2, in its order.
 TABLE2: tuple[str, ...] = tuple(p.name for p in _ROWS if p.paper_rel_w1 is not None)
 
 

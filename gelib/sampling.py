@@ -1,6 +1,6 @@
 """Random multi-head attention layers: the literal and the fast sampling path.
 
-``shared/MATH.md`` section 1. The input ``X`` (``n x d``) has
+the book's appendix (:ref:`conv-model`). The input ``X`` (``n x d``) has
 ``X X^T / d = I_n``; the weights ``W^Q_r, W^K_g`` (``d x d_k``) and
 ``W^V_g`` (``d x d_v``) are i.i.d. ``N(0, 1/d)`` and ``W^O`` (``h d_v x d_o``)
 is i.i.d. ``N(0, 1/(h d_v))``.

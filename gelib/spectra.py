@@ -1,6 +1,6 @@
 """Spectra of the models of Table 1 and distances between them.
 
-Convention (``shared/MATH.md`` section 1): the spectrum of an output ``Y``
+Convention (:ref:`conv-model`): the spectrum of an output ``Y``
 (``n x d_o``) is the set of ``n`` eigenvalues of ``Y Y^T / n``.
 
 The Gram matrices are formed in JAX (jitted, one seed at a time, every

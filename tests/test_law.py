@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 import scipy.stats
 
-import gelib.freeprob as fp
+import gelib.freeprob.solver as solver
 from gelib import AttentionConfig, preset_config
 from gelib.cli import main
-from gelib.law import (ConvergenceError, affine, chain, compress, dirac, ks_to_law, marchenko_pastur,
-                       output_covariance_law, output_law, polynomial, scale, value_law, w1_to_law)
+from gelib.freeprob import (ConvergenceError, affine, compress, dirac, ks_to_law, marchenko_pastur,
+                            polynomial, scale, w1_to_law)
+from gelib.law import chain, output_covariance_law, output_law, value_law
 
 BERT = preset_config("bert-base")
 TIED = AttentionConfig(n=60, d=60, h=3, d_k=20, d_o=42, beta=0.8, tie_kv=True)
@@ -48,7 +49,9 @@ def quad_density(law, f, nodes=300):
 
 def ge_spectrum(rng, cfg):
     """Eigenvalues of Y^G Y^G^T / n, Y^G = sum_r (beta S_r + alpha Z_r)/sqrt(n) V_g W^O_r
-    (MATH.md section 2, step 5), sampled directly in numpy."""
+    (the Gaussian-equivalent model: S_r = Q_r K_g^T / sqrt(d_K) the scores, Z_r an
+    independent n x n standard normal matrix, alpha^2 = e^{beta^2} - 1 - beta^2),
+    sampled directly in numpy."""
     n, h, g = cfg.n, cfg.h, np.arange(cfg.h) // cfg.group_size
     k = rng.standard_normal((cfg.h_kv, n, cfg.d_k))
     v = k if cfg.tie_kv else rng.standard_normal((cfg.h_kv, n, cfg.d_v))
@@ -238,7 +241,7 @@ def test_failure_is_reported(monkeypatch):
     law = output_law(TIED)
     with pytest.raises(ConvergenceError, match="residual"):
         law.stieltjes(np.array([1.0 + 1j, np.nan]))
-    monkeypatch.setattr(fp, "_RES_TOL", -1.0)                         # nothing can pass
+    monkeypatch.setattr(solver, "_RES_TOL", -1.0)                     # nothing can pass
     with pytest.raises(ConvergenceError, match="1 of 1 points"):
         law.stieltjes(2.0)
 

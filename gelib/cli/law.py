@@ -10,27 +10,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from .config import ConfigError
-from .freeprob import ConvergenceError
-from .law import output_covariance_law, output_law, value_law
+from ..config import ConfigError
+from ..freeprob import ConvergenceError
+from ..law import output_covariance_law, output_law, value_law
+from .common import add_config_args, config_from_args, positive_int, report_error
 
-__all__ = ["register", "law_main"]
+__all__ = ["register", "run"]
 
 _LEVELS = {"output": output_law, "mu_v": value_law, "mu_vo": output_covariance_law}
 _TITLES = {"output": "eigenvalues of Y Y^T / n", "mu_v": "mu_V (value covariance)",
            "mu_vo": "mu_VO (output covariance)"}
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def register(subparsers, add_config_args, config_from_args) -> argparse.ArgumentParser:
+def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``law`` sub-command to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "law",
@@ -43,21 +36,21 @@ def register(subparsers, add_config_args, config_from_args) -> argparse.Argument
         ),
     )
     add_config_args(p)
-    p.add_argument("--moments", type=_positive, metavar="K", help="first K moments m_1..m_K")
-    p.add_argument("--density", type=_positive, metavar="N", help="density at about N points")
+    p.add_argument("--moments", type=positive_int, metavar="K", help="first K moments m_1..m_K")
+    p.add_argument("--density", type=positive_int, metavar="N", help="density at about N points")
     p.add_argument("--level", choices=tuple(_LEVELS), default="output",
                    help="output (default), mu_v or mu_vo")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=law_main, config_from_args=config_from_args)
+    p.set_defaults(func=run)
     return p
 
 
-def law_main(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run ``law``; returns 2 for a bad layer, 1 for a numerical failure."""
     try:
-        cfg = args.config_from_args(args)
+        cfg = config_from_args(args)
     except ConfigError as e:
-        print(f"law: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("law", e)
     k = args.moments if args.moments or args.density else 4
     law = _LEVELS[args.level](cfg)
     out = {}
@@ -69,8 +62,7 @@ def law_main(args) -> int:
             out.update(x=x.tolist(), density=law.density(x).tolist(),
                        atoms=[list(a) for a in law.atoms()], edges=[list(e) for e in law.edges()])
     except ConvergenceError as e:
-        print(f"law: numerical failure: {e}", file=sys.stderr)
-        return 1
+        return report_error("law", f"numerical failure: {e}", status=1)
     if args.json:
         print(json.dumps(out))
         return 0

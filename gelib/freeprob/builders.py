@@ -1,0 +1,88 @@
+"""The builders: laws from closed forms, compressions and affine or polynomial maps.
+
+:func:`dirac` and :func:`marchenko_pastur` give the closed-form laws;
+:func:`compress`, :func:`affine`, :func:`scale` and :func:`polynomial` build
+new laws from old ones.  Every builder returns the law through a module-level
+cache of weak references, so that equal laws still alive are one object and
+share their cached support and distribution function (e.g.
+``output_law(cfg)`` and ``chain(cfg).output`` of :mod:`gelib.law`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+
+import numpy as np
+from numpy.polynomial import polynomial as npoly
+from numpy.typing import ArrayLike
+
+from .closed_forms import ClosedForm
+from .law import Law
+
+__all__ = ["dirac", "marchenko_pastur", "compress", "affine", "scale", "polynomial"]
+
+_LAWS = weakref.WeakValueDictionary()
+
+
+def _law(base: ClosedForm, steps: tuple[tuple[float, float, float], ...] = ()) -> Law:
+    """The law (base, steps), shared with any equal law still alive, so that
+    e.g. ``output_law(cfg)`` and ``chain(cfg).output`` share their caches."""
+    law = Law(base, steps)
+    return _LAWS.setdefault(law, law)
+
+
+def dirac(c: float = 1.0) -> Law:
+    """The point mass at ``c`` (the law of ``c I``)."""
+    return _law(ClosedForm("dirac", float(c)))
+
+
+def marchenko_pastur(ratio: float, scale: float = 1.0) -> Law:
+    """Marchenko-Pastur law of ``scale * X X^T / N`` (``X`` is ``p x N`` i.i.d.
+    N(0, 1), ``ratio = p / N``, both dimensions to infinity): mean ``scale``,
+    support ``scale * (1 -+ sqrt(ratio))^2`` and an atom ``1 - 1/ratio`` at 0
+    when ``ratio > 1``."""
+    if not ratio > 0 or not scale > 0:
+        raise ValueError(f"Marchenko-Pastur needs ratio > 0 and scale > 0, got {ratio}, {scale}")
+    return _law(ClosedForm("mp", float(ratio), (0.0, float(scale))))
+
+
+def compress(law: Law, lam: float) -> Law:
+    """Law of ``G^T A G / m`` for ``A`` (``p x p``) with law ``law`` and ``G``
+    (``p x m``) i.i.d. N(0, 1), ``lam = p / m``: ``psi_B(z) = lam psi_A(z (1 + psi_B(z)))``.
+    Written in the ``m x m`` frame: a step with ``lam < 1`` creates an atom at 0."""
+    if not lam > 0:
+        raise ValueError(f"compression needs lam > 0, got {lam}")
+    return _law(law.base, law.steps + ((float(lam), 1.0, 0.0),))
+
+
+def affine(law: Law, a: float, b: float = 0.0) -> Law:
+    """Law of ``a X + b`` (``a > 0``): ``g_{aX+b}(z) = g_X((z - b)/a) / a``."""
+    if not a > 0:
+        raise ValueError(f"affine maps need a > 0, got {a}")
+    if not law.steps:
+        poly = (a * law.base.poly[0] + b, *(a * p for p in law.base.poly[1:]))
+        return _law(dataclasses.replace(law.base, poly=tuple(map(float, poly))))
+    lam, a0, b0 = law.steps[-1]
+    return _law(law.base, law.steps[:-1] + ((lam, float(a * a0), float(a * b0 + b)),))
+
+
+def scale(law: Law, c: float) -> Law:
+    """Law of ``c X``: ``psi_{cX}(z) = psi_X(c z)``."""
+    return affine(law, c, 0.0)
+
+
+def polynomial(law: Law, coeffs: ArrayLike) -> Law:
+    """Law of ``p(X)``, ``p(x) = sum_i coeffs[i] x^i`` (push-forward), for a
+    closed-form ``law`` (no compression yet) and a composite degree <= 2; used
+    for K=V tying, ``beta^2 (n/d_K) W'^2 + alpha^2 W'``.  ``g_{p(X)}(z)`` sums
+    ``g_X(r) / p'(r)`` over the roots of ``p(r) = z``."""
+    if law.steps:
+        raise NotImplementedError("polynomial push-forward of a compressed law")
+    comp = npoly.polyzero
+    for c in np.asarray(coeffs, dtype=float)[::-1]:          # Horner: q(p(x))
+        comp = npoly.polyadd(npoly.polymul(comp, law.base.poly), [c])
+    comp = np.trim_zeros(np.asarray(comp, dtype=float), "b")
+    if not 2 <= comp.size <= 3:
+        raise NotImplementedError(f"push-forward of composite degree {comp.size - 1}")
+    return _law(dataclasses.replace(law.base, poly=tuple(float(c) for c in comp)))
