@@ -5,20 +5,27 @@ nbval only collects ``.ipynb``; here a chapter (``book/*.md`` with a
 is injected after its ``parameters`` cell (as Papermill would), and nbval's
 own collector runs every cell. Chapters store no outputs, so nbval checks
 that every cell runs; the chapters' ``assert``s check what they claim.
+
+With ``--executed-dir DIR`` the outputs nbval received are kept: at the end
+of the session every chapter whose cells all passed is written to
+``DIR/<path>.ipynb``, and ``python -m gelib render DIR`` renders the book from
+them, so the rendered book and the chapter tests share one execution.
 """
 
 import os
+from pathlib import Path
 from unittest import mock
 
 # Kernels inherit this: see the Makefile (XLA and OpenBLAS thread pools compete).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import nbformat
-import nbval.plugin
+import nbformat  # noqa: E402
+import nbval.plugin  # noqa: E402
 
-from gelib.batch import is_chapter, load_chapter
+from gelib.batch import is_chapter, load_chapter  # noqa: E402
 
 CI_PARAMETERS = {"scale": "ci"}
+ROOT = Path(__file__).resolve().parent
 
 
 class _Reader:
@@ -36,12 +43,47 @@ class _Reader:
 
 class ChapterFile(nbval.plugin.IPyNbFile):
     def collect(self):
-        nb = load_chapter(self.path, CI_PARAMETERS)
-        with mock.patch.object(nbval.plugin, "nbformat", _Reader(nb)):
+        self.chapter_nb = load_chapter(self.path, CI_PARAMETERS)
+        with mock.patch.object(nbval.plugin, "nbformat", _Reader(self.chapter_nb)):
             return list(super().collect())
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--executed-dir",
+        metavar="DIR",
+        default=None,
+        help="write every chapter that passed, with its outputs, to DIR (for `gelib render`)",
+    )
 
 
 def pytest_collect_file(file_path, parent):
     opt = parent.config.option
     if (opt.nbval or opt.nbval_lax) and is_chapter(file_path):
         return ChapterFile.from_parent(parent, path=file_path)
+
+
+_FAILED: set = set()
+
+
+def pytest_runtest_logreport(report):
+    if report.failed:
+        _FAILED.add(report.nodeid.split("::")[0])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    out = session.config.getoption("executed_dir")
+    if not out:
+        return
+    chapters = {}
+    for item in session.items:
+        if isinstance(item.parent, ChapterFile):
+            chapters.setdefault(item.parent, []).append(item)
+    for chapter, items in chapters.items():
+        if chapter.nodeid in _FAILED or any(getattr(i, "test_outputs", None) is None for i in items):
+            continue  # failed or not run: `gelib render` names it as missing
+        for item in items:
+            item.cell.outputs = item.test_outputs
+        target = Path(out) / Path(chapter.path).resolve().relative_to(ROOT).with_suffix(".ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(chapter.chapter_nb, str(target))

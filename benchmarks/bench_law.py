@@ -61,12 +61,10 @@ def main() -> None:
 
     wall, cpu = timed(lambda: law.density(x), args.repeats)
     print(f"density, {x.size} points:        median {wall * 1e3:7.1f} ms wall, {cpu * 1e3:7.1f} ms CPU")
-    fresh = iter(range(1, 100))      # a new beta each time: a new law, nothing cached
-    wall, cpu = timed(lambda: output_law(cfg.replace(beta=cfg.beta * (1 + next(fresh) * 1e-9)))
-                      .density(x), 3)
+    fresh = iter(range(1, 100))  # a new beta each time: a new law, nothing cached
+    wall, cpu = timed(lambda: output_law(cfg.replace(beta=cfg.beta * (1 + next(fresh) * 1e-9))).density(x), 3)
     print(f"fresh law (edges + density):  median {wall * 1e3:7.1f} ms wall, {cpu * 1e3:7.1f} ms CPU")
-    wall, cpu = timed(lambda: output_law(cfg.replace(beta=cfg.beta * (1 - next(fresh) * 1e-9)))
-                      ._components, 3)
+    wall, cpu = timed(lambda: output_law(cfg.replace(beta=cfg.beta * (1 - next(fresh) * 1e-9)))._components, 3)
     print(f"distribution function (cdf):  median {wall * 1e3:7.1f} ms wall, {cpu * 1e3:7.1f} ms CPU")
 
     dens = law.density(x)
@@ -75,16 +73,18 @@ def main() -> None:
     change = np.abs(dens / fine - 1)
     lo, hi = law.edges()[0][0], law.edges()[-1][1]
     at = x[np.argmax(change)]
-    print(f"density vs finer continuation: rel. change median {np.median(change):.1e}, "
-          f"max {change.max():.1e} (at {min(at - lo, hi - at) / (hi - lo):.1e} of the width "
-          f"from an edge, density {dens[np.argmax(change)]:.1e})")
+    print(
+        f"density vs finer continuation: rel. change median {np.median(change):.1e}, "
+        f"max {change.max():.1e} (at {min(at - lo, hi - at) / (hi - lo):.1e} of the width "
+        f"from an edge, density {dens[np.argmax(change)]:.1e})"
+    )
 
     comps = law._components
     mass = sum(c.mass for c in comps) + sum(m for _, m in law.atoms())
     exact = law.moments(4)
     quad = np.zeros(4)
     for c in comps:
-        nodes = c.points[len(c.breaks):].reshape(-1, 16)
+        nodes = c.points[len(c.breaks) :].reshape(-1, 16)
         w = np.polynomial.legendre.leggauss(16)[1] * c.half[:, None]
         quad += [np.sum(w * law.density(nodes) * nodes**k) for k in range(1, 5)]
     quad += [sum(m * a**k for a, m in law.atoms()) for k in range(1, 5)]
@@ -94,10 +94,13 @@ def main() -> None:
     for label, got in (("quadrature of density", quad), ("contour integral", contour)):
         print(f"{label + ' / exact - 1:':36s}" + "  ".join(f"{g / m - 1:+.1e}" for g, m in zip(got, exact)))
     for lo, hi in law.edges():
-        d = law.density(np.array([lo * (1 - 1e-9) - 1e-300, lo + 1e-9 * (hi - lo),
-                                  hi - 1e-9 * (hi - lo), hi * (1 + 1e-9)]))
-        print(f"edge [{lo:.15g}, {hi:.15g}]: density just outside {d[0]:.1e} / {d[3]:.1e}, "
-              f"1e-9 inside {d[1]:.2e} / {d[2]:.2e}")
+        d = law.density(
+            np.array([lo * (1 - 1e-9) - 1e-300, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo), hi * (1 + 1e-9)])
+        )
+        print(
+            f"edge [{lo:.15g}, {hi:.15g}]: density just outside {d[0]:.1e} / {d[3]:.1e}, "
+            f"1e-9 inside {d[1]:.2e} / {d[2]:.2e}"
+        )
 
 
 if __name__ == "__main__":

@@ -31,11 +31,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
-import time
 
 BASELINE_DEFS = r"""
 import json, math, sys, time
@@ -73,15 +71,20 @@ def one_seed():
 
 """
 
-BASELINE = BASELINE_DEFS + r"""
+BASELINE = (
+    BASELINE_DEFS
+    + r"""
 times = []
 for _ in range(repeats):
     t = time.perf_counter(); one_seed(); times.append(time.perf_counter() - t)
 import resource
 print(json.dumps({"times": times, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
-FAST = BASELINE_DEFS + r"""
+FAST = (
+    BASELINE_DEFS
+    + r"""
 import resource
 import jax
 import gelib
@@ -111,6 +114,7 @@ for s in range(repeats if interleave else 0):
 print(json.dumps({"times": times, "base_times": base_times, "gram": gram_t, "eig": eig_t,
                   "first_call": compile_s, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
 MACHINE = r"""
 import json, sys, time
@@ -129,10 +133,12 @@ print(json.dumps({"gflops": 2 * 2048**3 / mm / 1e9, "eig_s": (time.perf_counter(
 def child(code: str, *args, threads: int = 1) -> tuple[dict, float]:
     """Run ``code`` in a fresh interpreter with ``threads`` BLAS threads; its
     JSON output and its own peak RSS (MiB)."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                         check=True, env=env)
+    env = dict(
+        os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads)
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=True, env=env
+    )
     res = json.loads(out.stdout.strip().splitlines()[-1])
     return res, res.get("rss", float("nan"))
 
@@ -149,8 +155,8 @@ def flops(cfg) -> dict:
 
     c = AttentionConfig(**cfg)
     n, h, hkv, dk, dv = cfg["n"], cfg["h"], cfg["h_kv"], cfg["d_k"], cfg["d_v"]
-    mha = 2 * h * (n * n * dk + n * n * dv)                  # scores and A V
-    yg = 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv   # Q (K^T V), K^T V, G R
+    mha = 2 * h * (n * n * dk + n * n * dv)  # scores and A V
+    yg = 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv  # Q (K^T V), K^T V, G R
     route = output_route(c, 2)
     return {"attention": mha + yg, "output": output_flops(c, 2)[route], "route": route}
 
@@ -174,29 +180,40 @@ def main() -> None:
         best = min(runs, key=lambda t: median(runs[t][0]["times"]))
         base, base_mem = runs[best]
         fast, _ = child(FAST, json.dumps(cfg), args.repeats, "1", threads=1)
-        _, fast_mem = child(FAST, json.dumps(cfg), 1, "0", threads=1)   # gelib alone: its peak RSS
+        _, fast_mem = child(FAST, json.dumps(cfg), 1, "0", threads=1)  # gelib alone: its peak RSS
         tb, tf, ts = median(base["times"]), median(fast["times"]), median(fast["base_times"])
         fl = flops(cfg)
         gram_rate = (fl["attention"] + fl["output"]) / median(fast["gram"]) / 1e9
-        print(f"\n{name}: n={cfg['n']} d={cfg['d']} h={cfg['h']} d_k={cfg['d_k']} d_o={cfg['d_o']}, "
-              f"median of {args.repeats} seeds")
-        print(f"  machine: matmul {mach['gflops']:.1f} GFLOP/s (float64), eigvalsh {cfg['n']}x{cfg['n']} "
-              f"{mach['eig_s']:.3f} s")
-        print(f"  numpy literal path : {ts:8.3f} s/seed   in gelib's process, alternating with it "
-              f"(1 BLAS thread)")
-        print(f"                       {tb:8.3f} s/seed   alone, at its best BLAS thread count ("
-              + ", ".join(f"{t}: {median(r[0]['times']):.3f} s" for t, r in runs.items())
-              + f"), peak RSS {base_mem:.0f} MiB")
-        print(f"  gelib fast path    : {tf:8.3f} s/seed   peak RSS {fast_mem:7.0f} MiB   "
-              f"(first call, with compilation: {fast['first_call']:.1f} s)")
-        print(f"  speed-up           : {ts / tf:8.2f} x against the baseline in the same process, "
-              f"{tb / tf:.2f} x against the best baseline alone")
-        print(f"  fast path parts    : models + Gram {median(fast['gram']):.3f} s "
-              f"({gram_rate:.1f} GFLOP/s over {(fl['attention'] + fl['output']) / 1e9:.1f} GFLOP"
-              f", output route {fl['route']!r}: "
-              f"{100 * gram_rate / mach['gflops']:.0f} % of matmul peak), "
-              f"eigensolver {median(fast['eig']):.3f} s for two spectra "
-              f"({median(fast['eig']) / (2 * mach['eig_s']):.2f} x the machine's eigvalsh)")
+        print(
+            f"\n{name}: n={cfg['n']} d={cfg['d']} h={cfg['h']} d_k={cfg['d_k']} d_o={cfg['d_o']}, "
+            f"median of {args.repeats} seeds"
+        )
+        print(
+            f"  machine: matmul {mach['gflops']:.1f} GFLOP/s (float64), eigvalsh {cfg['n']}x{cfg['n']} "
+            f"{mach['eig_s']:.3f} s"
+        )
+        print(f"  numpy literal path : {ts:8.3f} s/seed   in gelib's process, alternating with it (1 BLAS thread)")
+        print(
+            f"                       {tb:8.3f} s/seed   alone, at its best BLAS thread count ("
+            + ", ".join(f"{t}: {median(r[0]['times']):.3f} s" for t, r in runs.items())
+            + f"), peak RSS {base_mem:.0f} MiB"
+        )
+        print(
+            f"  gelib fast path    : {tf:8.3f} s/seed   peak RSS {fast_mem:7.0f} MiB   "
+            f"(first call, with compilation: {fast['first_call']:.1f} s)"
+        )
+        print(
+            f"  speed-up           : {ts / tf:8.2f} x against the baseline in the same process, "
+            f"{tb / tf:.2f} x against the best baseline alone"
+        )
+        print(
+            f"  fast path parts    : models + Gram {median(fast['gram']):.3f} s "
+            f"({gram_rate:.1f} GFLOP/s over {(fl['attention'] + fl['output']) / 1e9:.1f} GFLOP"
+            f", output route {fl['route']!r}: "
+            f"{100 * gram_rate / mach['gflops']:.0f} % of matmul peak), "
+            f"eigensolver {median(fast['eig']):.3f} s for two spectra "
+            f"({median(fast['eig']) / (2 * mach['eig_s']):.2f} x the machine's eigvalsh)"
+        )
 
 
 if __name__ == "__main__":

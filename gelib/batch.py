@@ -36,7 +36,17 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["BatchError", "is_chapter", "load_chapter", "toc_files", "glued_values", "run_batch"]
+__all__ = [
+    "BatchError",
+    "is_chapter",
+    "load_chapter",
+    "toc_files",
+    "glued_values",
+    "run_batch",
+    "prepare_mirror",
+    "fill_missing_chapters",
+    "render_book",
+]
 
 ROOT_FILES = ("_config.yml", "_toc.yml")
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
@@ -68,8 +78,7 @@ def load_chapter(path, parameters: dict | None = None):
 
     nb = jupytext.read(str(path))
     # The metadata Papermill adds when it loads an .ipynb (papermill.iorw.load_notebook_node).
-    nb.metadata.setdefault("papermill", {"default_parameters": {}, "parameters": {},
-                                         "environment_variables": {}})
+    nb.metadata.setdefault("papermill", {"default_parameters": {}, "parameters": {}, "environment_variables": {}})
     for cell in nb.cells:
         cell.metadata.setdefault("tags", [])
         cell.metadata.setdefault("papermill", {})
@@ -219,28 +228,20 @@ def run_batch(
             if not force:
                 raise BatchError(f"{run_dir} exists; use --resume, --force or another --out")
             shutil.rmtree(run_dir)
-        record = {"scale": scale, "parameters": params, "started": _dt.datetime.now().isoformat(timespec="seconds"),
-                  "device": _device(), "versions": _versions(), "chapters": {}}
+        record = {
+            "scale": scale,
+            "parameters": params,
+            "started": _dt.datetime.now().isoformat(timespec="seconds"),
+            "device": _device(),
+            "versions": _versions(),
+            "chapters": {},
+        }
     run_dir.mkdir(parents=True, exist_ok=True)
-
-    # The mirror tree: configuration with execution off, bibliography, static pages.
-    for name in ROOT_FILES:
-        shutil.copy(root / name, run_dir / name)
-    cfg = (run_dir / "_config.yml").read_text().replace("execute_notebooks: cache", "execute_notebooks: "
-                                                         "'off'")
-    (run_dir / "_config.yml").write_text(cfg)
-    for extra in (root / "book").glob("*.bib"):
-        (run_dir / "book").mkdir(exist_ok=True)
-        shutil.copy(extra, run_dir / "book" / extra.name)
 
     files = toc_files(root)
     selected = [f for f in files if not chapters or any(fnmatch.fnmatch(Path(f).name, p) for p in chapters)]
     todo = [f for f in selected if is_chapter(root / f"{f}.md")]
-    for f in files:  # static pages (and, on a partial run, nothing else) are copied
-        src = root / f"{f}.md"
-        if src.exists() and not is_chapter(src):
-            (run_dir / src.parent.relative_to(root)).mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, run_dir / f"{f}.md")
+    prepare_mirror(root, run_dir)
 
     t_start = time.perf_counter()
     for k, f in enumerate(todo, 1):
@@ -260,8 +261,13 @@ def run_batch(
         try:
             nb = load_chapter(root / f"{f}.md", params)
             executed = papermill.execute_notebook(
-                nb, str(target), kernel_name="python3", cwd=str((root / f).parent),
-                progress_bar=False, log_output=False, execution_timeout=timeout,
+                nb,
+                str(target),
+                kernel_name="python3",
+                cwd=str((root / f).parent),
+                progress_bar=False,
+                log_output=False,
+                execution_timeout=timeout,
             )
             entry.update(status="ok", glued=glued_values(executed))
         except Exception as exc:  # noqa: BLE001 - a chapter's failure is recorded, not raised
@@ -278,10 +284,7 @@ def run_batch(
         _save(record, run_dir)
         print(f"{prefix} {entry['status']} in {entry['seconds']:.1f} s", file=stream, flush=True)
 
-    # Chapters not run in this call (filtered out) keep their .md so the book still builds.
-    for f in files:
-        if is_chapter(root / f"{f}.md") and not (run_dir / f"{f}.ipynb").exists():
-            shutil.copy(root / f"{f}.md", run_dir / f"{f}.md")
+    fill_missing_chapters(root, run_dir)
     record["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
     _save(record, run_dir)
     _write_status_page(run_dir, record)
@@ -295,20 +298,64 @@ def run_batch(
 
     status = 0
     if render:
-        jb = Path(sys.executable).with_name("jupyter-book")
-        cmd = [str(jb), "build", str(run_dir), "--path-output", str(root), "--keep-going"]
-        if not failed:
-            cmd.insert(3, "-W")
-        print(f"rendering: {' '.join(cmd[1:])}", file=stream, flush=True)
-        res = subprocess.run(cmd, cwd=root)
-        if res.returncode:
-            print("gelib batch: rendering failed", file=stream)
-            status = 1
-        else:
-            print(f"book: {root / '_build' / 'html' / 'index.html'}", file=stream)
+        status = render_book(root, run_dir, strict=not failed, stream=stream)
     if failed:
         for n, c in failed.items():
             where = f"cell {c['cell']}" if c.get("cell") is not None else "before any cell"
             print(f"FAILED {n} at {where}: {c.get('error', '')}", file=stream)
         status = 1
     return status
+
+
+def prepare_mirror(root: Path, run_dir: Path) -> None:
+    """Make ``run_dir`` a renderable copy of the book at ``root``: its
+    configuration with execution off, the bibliography and the static pages.
+    Executed chapters (``.ipynb``) are put there by the batch, or by the
+    chapter tests (``conftest.py``)."""
+    root, run_dir = Path(root), Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name in ROOT_FILES:
+        shutil.copy(root / name, run_dir / name)
+    cfg = (run_dir / "_config.yml").read_text()
+    if "execute_notebooks: cache" not in cfg:
+        raise BatchError("_config.yml has no 'execute_notebooks: cache' line to turn off")
+    (run_dir / "_config.yml").write_text(cfg.replace("execute_notebooks: cache", "execute_notebooks: 'off'"))
+    for extra in (root / "book").glob("*.bib"):
+        (run_dir / "book").mkdir(exist_ok=True)
+        shutil.copy(extra, run_dir / "book" / extra.name)
+    for f in toc_files(root):
+        src = root / f"{f}.md"
+        if src.exists() and not is_chapter(src):
+            (run_dir / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, run_dir / f"{f}.md")
+
+
+def fill_missing_chapters(root: Path, run_dir: Path) -> list[str]:
+    """Copy the source of every chapter that has no executed notebook in
+    ``run_dir`` (so the book still builds); returns their names."""
+    missing = []
+    for f in toc_files(Path(root)):
+        if is_chapter(Path(root) / f"{f}.md") and not (Path(run_dir) / f"{f}.ipynb").exists():
+            shutil.copy(Path(root) / f"{f}.md", Path(run_dir) / f"{f}.md")
+            missing.append(Path(f).name)
+    return missing
+
+
+def render_book(root: Path, run_dir: Path, strict: bool = True, stream=None, output: Path | None = None) -> int:
+    """Render the executed mirror tree ``run_dir`` into ``<output>/_build/html``
+    (``output`` defaults to ``root``) with Jupyter Book, execution off.
+    ``strict``: nitpicky, warnings as errors (``-n -W``), so a broken
+    cross-reference or a missing glued value fails. Returns 0 on success, else 1."""
+    stream = stream or sys.stderr
+    output = Path(output) if output is not None else Path(root)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(run_dir), "--path-output", str(output), "--keep-going"]
+    if strict:
+        cmd[3:3] = ["-n", "-W"]
+    print(f"rendering: {' '.join(cmd[1:])}", file=stream, flush=True)
+    res = subprocess.run(cmd, cwd=root)
+    if res.returncode:
+        print("gelib batch: rendering failed", file=stream)
+        return 1
+    print(f"book: {output / '_build' / 'html' / 'index.html'}", file=stream)
+    return 0

@@ -114,10 +114,7 @@ class AttentionConfig:
             raise ConfigError(f"tie_kv must be True or False, got {self.tie_kv!r}")
         set_("tie_kv", bool(self.tie_kv))
         if self.tie_kv and self.d_v != self.d_k:
-            raise ConfigError(
-                f"K=V tying (W^V = W^K) needs d_v == d_k, got d_v = {self.d_v}, "
-                f"d_k = {self.d_k}"
-            )
+            raise ConfigError(f"K=V tying (W^V = W^K) needs d_v == d_k, got d_v = {self.d_v}, d_k = {self.d_k}")
         if self.dtype not in _DTYPES:
             raise ConfigError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
         if isinstance(self.beta, bool) or not isinstance(self.beta, numbers.Real):
@@ -141,7 +138,7 @@ class AttentionConfig:
 
         Needs ``beta^2 <= log(max float)`` (the variance ``e^{beta^2} - 1``)
         and ``beta s - beta^2/2 <= log(max float)`` at the largest score ``s``
-        (:func:`max_log_score`); the softmax itself is computed stably.
+        (:func:`~gelib.config.max_log_score`); the softmax itself is computed stably.
         """
         log_max = math.log(np.finfo(self.dtype).max)
         s = max_log_score(self.n, self.h)
@@ -179,7 +176,7 @@ class AttentionConfig:
             mean_v += self.beta**2 * self.n / self.d_k
         return mean_v * self.d_o / self.n
 
-    def replace(self, **changes) -> "AttentionConfig":
+    def replace(self, **changes) -> AttentionConfig:
         """A copy with some fields changed (validated again).
 
         Fields that were filled from defaults (``h_kv``, ``d_v``, ``d_o``) keep
@@ -187,7 +184,7 @@ class AttentionConfig:
         """
         return dataclasses.replace(self, **changes)
 
-    def at_length(self, n: int) -> "AttentionConfig":
+    def at_length(self, n: int) -> AttentionConfig:
         """The layer at context length ``n`` with the same ratios of the dimensions.
 
         Every width (``d``, ``d_k``, ``d_v``, ``d_o``) is scaled by ``n / self.n``
@@ -206,8 +203,9 @@ class AttentionConfig:
             return max(1, round(w * s))
 
         d_o = width(self.d_o)
-        return dataclasses.replace(self, n=n, d=max(n, d_o, width(self.d)), d_k=width(self.d_k),
-                                   d_v=width(self.d_v), d_o=d_o)
+        return dataclasses.replace(
+            self, n=n, d=max(n, d_o, width(self.d)), d_k=width(self.d_k), d_v=width(self.d_v), d_o=d_o
+        )
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import numbers
-from typing import Callable
+from collections.abc import Callable
 
 from .config import ConfigError
 
@@ -65,6 +65,7 @@ class Explorer:
         for name, (value, lo, hi, step) in self.sliders.items():
             cls = ipywidgets.IntSlider if slider_kind(value, lo, hi, step) is int else ipywidgets.FloatSlider
             controls[name] = cls(value=value, min=lo, max=hi, step=step)
+
         def redraw(**values):
             return self(**values)
 

@@ -48,15 +48,6 @@ from .freeprob import Law, affine, compress, marchenko_pastur, polynomial, scale
 
 __all__ = ["Chain", "chain", "value_law", "output_covariance_law", "output_law"]
 
-# --- transitional re-exports: remove once no chapter imports them -------------------
-# (``from gelib.law import marchenko_pastur`` and the like; the import path of
-# these generic names is :mod:`gelib.freeprob`; they are not in ``__all__``)
-from .freeprob import (  # noqa: E402,F401,F811
-    ConvergenceError, Law, affine, compress, dirac, ks_to_law, marchenko_pastur,
-    polynomial, scale, w1_to_law,
-)
-# --- end of the transitional re-exports ----------------------------------------------
-
 
 def value_law(cfg: AttentionConfig) -> Law:
     """``mu_V``: limit law of ``M = V^T (beta^2 K K^T/d_K + alpha^2 I) V / n``

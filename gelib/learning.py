@@ -1,7 +1,8 @@
 """Readout learning on attention features, as spectral functionals.
 
-A reconstruction (``shared/MATH.md`` section 5): only the captions of the
-paper's Figures 2-3 and its Table D.3 survive, so the setup below is ours.
+A reconstruction (the book's appendix, :ref:`conv-learning`): only the
+captions of the paper's Figures 2-3 and its Table D.3 survive, so the setup
+below is ours.
 
 A linear readout ``theta`` in ``R^{d_o}`` is trained on the frozen features
 ``Y`` (``n x d_o``, the layer's output) by gradient flow on
@@ -21,21 +22,35 @@ With ``G = Y Y^T / n`` (law ``mu``, ``n`` eigenvalues) the residual is
   whenever the mean eigenvalue is positive).
 
 Each takes either sampled eigenvalues (an array; the functional is their mean,
-averaged over the leading axes) or a limit :class:`~gelib.law.Law`, so the
+averaged over the leading axes) or a limit :class:`~gelib.freeprob.Law`, so the
 same code gives the MHA markers and the GE curves.
 
-Parameter counts and the width-allocation paths of Table D.3 are here too.
+Parameter counts and the width-allocation paths of Table D.3 are here too,
+and what the two learning chapters share: limit laws checked by quadrature
+(:class:`LimitLaws`), cached softmax spectra (:class:`SoftmaxSpectra`), the
+table of markers against their curves (:class:`MarkerTable`), the width
+boundaries of the end-of-training error, and their figures.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Sequence
 
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
 import numpy as np
+import scipy.interpolate
 import scipy.optimize
 
 from .config import AttentionConfig, ConfigError
+from .freeprob import Law
+from .keys import stream
+from .law import output_law
+from .plotting import COLORS, ge_and_mha, log2_axis, tex_sci
+from .spectra import Summary, model_spectra, summarize
 
 __all__ = [
     "expect",
@@ -47,6 +62,33 @@ __all__ = [
     "fixed_budget_path",
     "shared_widths",
     "PathPoint",
+    "scaled_count",
+    "scale_note",
+    "layer_table",
+    "range_table",
+    "quadrature_error",
+    "LimitLaws",
+    "SoftmaxSpectra",
+    "Marker",
+    "MarkerTable",
+    "on_width_boundary",
+    "readout_error",
+    "path_errors",
+    "spread_off_boundary",
+    "simulate_readout",
+    "teacher_errors",
+    "Crossing",
+    "unit_crossings",
+    "compare_paths",
+    "error_map_grid",
+    "sharing_across_figure",
+    "sharing_within_figure",
+    "loss_figure",
+    "width_boundaries",
+    "budget_paths",
+    "error_map_figure",
+    "paths_figure",
+    "ratio_figure",
 ]
 
 
@@ -129,11 +171,15 @@ def arrival_time(mu, epsilon: float = 0.1, t_max: float | None = None) -> float:
         raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
     m1, lowest = _mean_and_min(mu)
     if not m1 > 0:
-        raise ValueError(f"the mean eigenvalue is {m1:g}: with every eigenvalue at 0 the loss is 0 "
-                         "from the start and L(t) / L(0) is undefined")
+        raise ValueError(
+            f"the mean eigenvalue is {m1:g}: with every eigenvalue at 0 the loss is 0 "
+            "from the start and L(t) / L(0) is undefined"
+        )
     if lowest < -1e-10 * m1:
-        raise ValueError(f"the spectrum reaches {lowest:g} < 0: not the spectrum of a Gram matrix "
-                         "(the loss would grow along negative eigenvalues)")
+        raise ValueError(
+            f"the spectrum reaches {lowest:g} < 0: not the spectrum of a Gram matrix "
+            "(the loss would grow along negative eigenvalues)"
+        )
     t_max = 1e12 / m1 if t_max is None else float(t_max)
 
     def excess(logt):
@@ -144,16 +190,17 @@ def arrival_time(mu, epsilon: float = 0.1, t_max: float | None = None) -> float:
     f_hi = excess(hi)
     if f_hi == 0:
         return math.exp(hi)
-    if f_hi > 0:                    # above epsilon at 1 / m1: later
+    if f_hi > 0:  # above epsilon at 1 / m1: later
         while f_hi > 0:
             if hi >= log_t_max:
                 raise ValueError(
                     f"L(t) / L(0) is still {f_hi + epsilon:.3g} > epsilon = {epsilon:g} at t = "
                     f"{math.exp(hi):.3g} (t_max = {t_max:g}, 1 / m1 = {1 / m1:.3g}): the weight "
-                    "l dmu sits on eigenvalues far below the mean")
+                    "l dmu sits on eigenvalues far below the mean"
+                )
             lo, hi = hi, min(hi + step, log_t_max)
             f_hi = excess(hi)
-    else:                           # below epsilon at 1 / m1: earlier (L(0) = 1 > epsilon)
+    else:  # below epsilon at 1 / m1: earlier (L(0) = 1 > epsilon)
         lo = hi - step
         while excess(lo) <= 0:
             lo, hi = lo - step, lo
@@ -174,6 +221,8 @@ def n_params(cfg: AttentionConfig) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class PathPoint:
+    """One layer of a width-allocation path and its parameter count ``N_par`` (:func:`n_params`)."""
+
     cfg: AttentionConfig
     n_params: int
 
@@ -215,3 +264,783 @@ def shared_widths(base: AttentionConfig, kv_groups, budget: int | None = None) -
         c = base.replace(h_kv=g, d_k=w, d_v=w)
         out.append(PathPoint(c, n_params(c)))
     return out
+
+
+# --- scaled layers and tables ---------------------------------------------------------
+
+
+def scaled_count(value: int, s: float, minimum: int = 1) -> int:
+    """``value * s`` as an integer: a head count of Table D.3 at the shrink factor ``s``.
+
+    Raises :class:`ValueError` when ``value * s`` is not an integer (to
+    ``1e-9``) or is below ``minimum``: the dimensions of Table D.3 scale
+    only by powers of two.
+    """
+    v = value * s
+    if v < minimum or abs(v - round(v)) > 1e-9:
+        raise ValueError(f"{value} x {s:g} = {v:g} is not an integer >= {minimum}: use n = 4096 / 2^k for a small k")
+    return round(v)
+
+
+def scale_note(scale: str, n: int, n_paper: int = 4096) -> str:
+    """The figure subtitle naming the scale and ``n`` against Table D.3's ``n_paper``.
+
+    >>> scale_note("ci", 256)
+    'scale: ci, n = 256 (Table D.3 × 1/16)'
+    """
+    s = n / n_paper
+    return (
+        f"scale: {scale}, n = {n} (Table D.3 × {s:g})"
+        if s >= 1
+        else f"scale: {scale}, n = {n} (Table D.3 × 1/{1 / s:g})"
+    )
+
+
+def layer_table(groups: dict[str, Sequence[AttentionConfig]]) -> str:
+    """A Markdown table with one row per layer: ``h``, ``h_KV``, ``d_K = d_V``, tying, ``d_O``, ``N_par``.
+
+    ``groups`` maps a row label to its layers (shown in order); the layers
+    are assumed to have ``d_V = d_K``.
+    """
+    rows = ["| layer | $h$ | $h_{KV}$ | $d_K = d_V$ | tied | $d_O$ | $N_{\\rm par}$ |", "|---|---|---|---|---|---|---|"]
+    for name, cfgs in groups.items():
+        for c in cfgs:
+            rows.append(
+                f"| {name} | {c.h} | {c.h_kv} | {c.d_k} | {'yes' if c.tie_kv else 'no'} | {c.d_o} | {n_params(c):,} |"
+            )
+    return "\n".join(rows)
+
+
+def range_table(groups: dict[str, Sequence[AttentionConfig]]) -> str:
+    """A Markdown table with one row per group of layers: the range of each dimension.
+
+    Columns ``n``, ``d`` (of the first layer), then ``h``, ``d_K``, ``d_V``,
+    ``h d_V / n``, ``d_O / n`` and ``N_par`` from the first to the last layer
+    of the group (one value when they agree).
+    """
+
+    def span(a, b, f="{}"):
+        return f.format(a) if a == b else f"{f.format(a)}-{f.format(b)}"
+
+    rows = [
+        "| panel | $n$ | $d$ | $h$ | $d_K$ | $d_V$ | $h d_V / n$ | $d_O / n$ | $N_{\\rm par}$ |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, cfgs in groups.items():
+        c0, c1 = cfgs[0], cfgs[-1]
+        rows.append(
+            f"| {name} | {c0.n} | {c0.d} | {span(c0.h, c1.h)} | {span(c0.d_k, c1.d_k)} | "
+            f"{span(c0.d_v, c1.d_v)} | {span(c0.h * c0.d_v / c0.n, c1.h * c1.d_v / c1.n, '{:.3g}')} | "
+            f"{span(c0.d_o / c0.n, c1.d_o / c1.n, '{:.3g}')} | "
+            f"{span(n_params(c0), n_params(c1), '{:.3g}')} |"
+        )
+    return "\n".join(rows)
+
+
+# --- limit laws, softmax spectra and markers against curves --------------------------
+
+
+def quadrature_error(law: Law) -> float:
+    """How well the quadrature of a law reproduces its exact moments.
+
+    ``max_k |Q(x^k) / m_k - 1|`` over ``k = 0, 1, 2``, where ``Q`` is
+    :meth:`~gelib.freeprob.Law.integrate` (quadrature of the density plus the
+    atoms) and ``m_0 = 1``, ``m_1``, ``m_2`` are the exact moments
+    (:meth:`~gelib.freeprob.Law.moments`).
+    """
+    got = law.integrate(lambda x: np.stack([np.ones_like(x), x, x * x]))
+    exact = np.r_[1.0, law.moments(2)]
+    return float(np.max(np.abs(got / exact - 1)))
+
+
+class LimitLaws:
+    """The limit law of ``Y Y^T / n`` per layer, cached, each checked by :func:`quadrature_error`.
+
+    ``laws(cfg)`` is :func:`gelib.law.output_law` of ``cfg`` (or of ``law_fn``),
+    computed once; it raises :class:`ValueError` if the quadrature misses the
+    exact moments by ``tol`` or more, so no functional is evaluated on a law
+    the quadrature does not resolve. ``max_error`` is the largest error seen.
+    """
+
+    def __init__(self, tol: float = 1e-9, law_fn: Callable[[AttentionConfig], Law] | None = None):
+        self.tol = tol
+        self._law_fn = output_law if law_fn is None else law_fn
+        self._laws: dict[AttentionConfig, Law] = {}
+        self.errors: dict[AttentionConfig, float] = {}
+
+    def __call__(self, cfg: AttentionConfig) -> Law:
+        if cfg not in self._laws:
+            law = self._law_fn(cfg)
+            err = quadrature_error(law)
+            if not err < self.tol:
+                raise ValueError(
+                    f"the quadrature misses the exact moments by {err:.2g} (tolerance {self.tol:g}) for {cfg}"
+                )
+            self._laws[cfg], self.errors[cfg] = law, err
+        return self._laws[cfg]
+
+    def mean(self, cfg: AttentionConfig) -> float:
+        """``m_1``, the exact mean eigenvalue of the limit law."""
+        return float(self(cfg).moments(1)[0])
+
+    @property
+    def max_error(self) -> float:
+        """The largest :func:`quadrature_error` of the laws computed so far (0 if none)."""
+        return max(self.errors.values(), default=0.0)
+
+    def __len__(self) -> int:
+        return len(self._laws)
+
+
+class SoftmaxSpectra:
+    """Eigenvalues of ``Y Y^T / n`` of one model over seeds, per layer, cached.
+
+    ``spectra(cfg, *path)`` is
+    ``model_spectra(stream(key, *path), cfg, (model,), seeds)[model]``, shape
+    ``(seeds, n)`` (:func:`gelib.spectra.model_spectra`,
+    :func:`gelib.keys.stream`): the layer's stream is named by ``path``. A
+    layer is simulated once: a later call with the same ``cfg`` returns the
+    first draw, whatever its path.
+    """
+
+    def __init__(self, key: jax.Array, seeds: int, model: str = "mha"):
+        self.key, self.seeds, self.model = key, seeds, model
+        self._spectra: dict[AttentionConfig, np.ndarray] = {}
+
+    def __call__(self, cfg: AttentionConfig, *path: str | int) -> np.ndarray:
+        if cfg not in self._spectra:
+            self._spectra[cfg] = model_spectra(stream(self.key, *path), cfg, (self.model,), self.seeds, progress=False)[
+                self.model
+            ]
+        return self._spectra[cfg]
+
+    def __len__(self) -> int:
+        return len(self._spectra)
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """One simulated marker against its curve: the GE value and the mean and 95 % CI over seeds."""
+
+    panel: str
+    label: str
+    n: int
+    ge: float
+    mean: float
+    ci: float
+
+    @property
+    def deviation(self) -> float:
+        """``|mean - GE| / |GE|``."""
+        return abs(self.mean - self.ge) / abs(self.ge)
+
+
+class MarkerTable:
+    """Markers (softmax layers, mean over seeds) against their GE curves, with one tolerance rule.
+
+    A marker passes when ``|mean - GE| / |GE| <= max(ci_factor * ci / |GE|, c_tol / sqrt(n))``:
+    the seed-to-seed 95 % interval ``ci`` (Student t, :func:`gelib.spectra.summarize`)
+    or the finite-``n`` bias that Table 1's ``n^{-1/2+o(1)}`` controls allow.
+    """
+
+    def __init__(self, c_tol: float = 2.0, ci_factor: float = 2.5):
+        self.c_tol, self.ci_factor = c_tol, ci_factor
+        self.markers: list[Marker] = []
+
+    def add(self, panel: str, label: str, n: int, ge: float, per_seed) -> Summary:
+        """Record a marker with GE value ``ge`` and per-seed values ``per_seed``; returns their summary."""
+        s = summarize(per_seed)
+        self.markers.append(Marker(panel, label, int(n), float(ge), s.mean, s.ci95))
+        return s
+
+    def measure(self, panel: str, label: str, fn: Callable, law: Law, spectra: np.ndarray) -> Summary:
+        """Record the functional ``fn`` on the limit law against ``fn`` on each seed's eigenvalues.
+
+        ``spectra`` has shape ``(seeds, n)``; ``fn`` maps a law or one array of
+        eigenvalues to a number.
+        """
+        return self.add(panel, label, np.shape(spectra)[-1], fn(law), [fn(x) for x in spectra])
+
+    def measure_curve(
+        self, panel: str, label: str, xs, fn: Callable, law: Law, spectra: np.ndarray, x_name: str = "t"
+    ) -> list[tuple[float, Summary]]:
+        """One marker per point of a curve: ``fn`` maps a law or one array of eigenvalues to ``len(xs)`` values.
+
+        Records the marker ``"{label}, {x_name}={x:.3g}"`` at every ``x`` in
+        ``xs``; returns the ``(x, summary)`` pairs.
+        """
+        ge = np.asarray(fn(law))
+        per_seed = np.array([fn(x) for x in spectra])  # (seeds, len(xs))
+        n = np.shape(spectra)[-1]
+        return [
+            (x, self.add(panel, f"{label}, {x_name}={x:.3g}", n, g, per_seed[:, j]))
+            for j, (x, g) in enumerate(zip(xs, ge))
+        ]
+
+    def statistical_tolerance(self, m: Marker) -> float:
+        """``ci_factor * ci / |GE|``, the seed-to-seed part of the tolerance."""
+        return self.ci_factor * m.ci / abs(m.ge)
+
+    def tolerance(self, m: Marker) -> float:
+        """``max(ci_factor * ci / |GE|, c_tol / sqrt(n))``."""
+        return max(self.statistical_tolerance(m), self.c_tol / math.sqrt(m.n))
+
+    def bad(self) -> list[Marker]:
+        """The markers off their curves (deviation above the tolerance)."""
+        return [m for m in self.markers if m.deviation > self.tolerance(m)]
+
+    @property
+    def worst(self) -> float:
+        """The largest ratio of deviation to tolerance (at most 1 when every marker passes)."""
+        return max((m.deviation / self.tolerance(m) for m in self.markers), default=0.0)
+
+    @property
+    def within_ci(self) -> int:
+        """How many markers lie within ``ci_factor`` times their own 95 % interval."""
+        return sum(m.deviation <= self.statistical_tolerance(m) for m in self.markers)
+
+    @property
+    def max_deviation(self) -> float:
+        """The largest relative deviation ``|mean - GE| / |GE|``."""
+        return max((m.deviation for m in self.markers), default=0.0)
+
+    def summary(self) -> dict:
+        """The table in four numbers: ``markers`` (count), ``worst`` (:attr:`worst`),
+        ``within-ci`` (:attr:`within_ci`) and ``worst-dev`` (:attr:`max_deviation`, in %)."""
+        return {
+            "markers": len(self.markers),
+            "worst": float(self.worst),
+            "within-ci": self.within_ci,
+            "worst-dev": float(100 * self.max_deviation),
+        }
+
+    def markdown(self) -> str:
+        """The table of every marker: GE, MHA mean ± 95 % CI, deviation and tolerance (in %)."""
+        rows = [
+            "| panel | marker | $n$ | GE | MHA (mean ± 95 % CI) | deviation | tolerance |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m in self.markers:
+            rows.append(
+                f"| {m.panel} | {m.label} | {m.n} | {m.ge:.4g} | {m.mean:.4g} ± {m.ci:.2g} | "
+                f"{100 * m.deviation:.2f} % | {100 * self.tolerance(m):.2f} % |"
+            )
+        return "\n".join(rows)
+
+    def __len__(self) -> int:
+        return len(self.markers)
+
+
+# --- the readout problem on one layer: width boundaries, simulation, crossings --------
+
+
+def on_width_boundary(cfg: AttentionConfig) -> bool:
+    """Whether the two smallest of ``n``, ``d_O`` and ``h d_V`` coincide.
+
+    Then the rank of ``Y`` is that common width in two ways, the law of
+    ``Y Y^T / n`` has a hard edge at 0 and the end-of-training noise term
+    ``sigma^2 int lambda^{-1} dmu`` is infinite (double descent); these are
+    Figure 2's *width boundaries* (``d_V < n`` assumed, as in Table D.3).
+    """
+    a, b, _ = sorted((cfg.n, cfg.d_o, cfg.h * cfg.d_v))
+    return a == b
+
+
+def readout_error(mu, cfg: AttentionConfig, t: float, sigma: float) -> float:
+    """The coefficient error :func:`coefficient_error` of ``cfg``'s readout at one time ``t``.
+
+    ``mu``: the limit law of ``cfg`` or sampled eigenvalues of its ``Y Y^T / n``.
+    At ``t = inf`` (end of training) on a width boundary
+    (:func:`on_width_boundary`) the limit is infinite and ``inf`` is returned
+    without evaluating ``mu``.
+    """
+    if math.isinf(t) and on_width_boundary(cfg):
+        return math.inf
+    return float(coefficient_error(mu, t, cfg.n, cfg.d_o, sigma)[0])
+
+
+def path_errors(
+    points: Sequence[PathPoint], laws: Callable[[AttentionConfig], Law], times: dict[str, float], sigma: float
+) -> dict:
+    """The GE coefficient error along a path, at several training times.
+
+    Returns ``h`` and ``d_o`` (arrays along the path), for each ``reading``
+    of ``times`` the errors :func:`readout_error` at ``times[reading]`` on
+    ``laws(cfg)``, and ``bounds``: the head counts on a width boundary.
+    """
+    cfgs = [p.cfg for p in points]
+    errors = {r: np.array([readout_error(laws(c), c, t, sigma) for c in cfgs]) for r, t in times.items()}
+    return dict(
+        h=np.array([c.h for c in cfgs]),
+        d_o=np.array([c.d_o for c in cfgs]),
+        **errors,
+        bounds=[c.h for c in cfgs if on_width_boundary(c)],
+    )
+
+
+def spread_off_boundary(points: Sequence[PathPoint], k: int) -> list[PathPoint]:
+    """Up to ``k`` points spread evenly along a path, none on a width boundary.
+
+    The points off the boundaries keep their order; the last one is always
+    taken (``k = 1`` gives it alone), the first one when ``k >= 2``.
+    """
+    ok = [p for p in points if not on_width_boundary(p.cfg)]
+    idx = np.unique(np.round(np.linspace(len(ok) - 1, 0, k)).astype(int))  # k = 1: the last point
+    return [ok[i] for i in idx]
+
+
+def simulate_readout(y, theta_star, noise, sigma: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient flow on ``(1/2n) ||Y theta - y||^2`` from ``theta = 0``, solved exactly.
+
+    ``y`` is the ``n x d_o`` feature matrix, ``theta_star`` ``(reps, d_o)``
+    teachers and ``noise`` ``(reps, n)``; the targets of row ``r`` are
+    ``Y theta*_r + sigma noise_r``. In the eigenbasis ``(lambda, u)`` of
+    ``H = Y^T Y / n``, ``theta(t) = u (1 - e^{-t lambda}) / lambda u^T Y^T y / n``
+    (the factor is ``t`` at ``lambda = 0``; at ``t = inf`` it is ``1 / lambda``,
+    and 0 at ``lambda = 0``: the minimum-norm least-squares fit). Eigenvalues
+    below ``1e-10`` of the largest count as 0. Returns the losses at ``t`` and
+    the squared coefficient errors ``||theta(t) - theta*||^2``, one per row.
+    """
+    y = np.asarray(y, dtype=float)
+    n = y.shape[0]
+    lam, vecs = np.linalg.eigh(y.T @ y / n)
+    targets = theta_star @ y.T + sigma * noise
+    b = (targets @ y / n) @ vecs
+    pos = lam > 1e-10 * lam.max()
+    safe = np.where(pos, lam, 1.0)
+    if math.isinf(t):
+        gain = np.where(pos, 1.0 / safe, 0.0)
+    else:
+        gain = np.where(pos, -np.expm1(-t * lam) / safe, t)
+    theta = (gain * b) @ vecs.T
+    loss = np.sum((theta @ y.T - targets) ** 2, axis=1) / (2 * n)
+    return loss, np.sum((theta - theta_star) ** 2, axis=1)
+
+
+def teacher_errors(key: jax.Array, y, t: float, sigma: float, reps: int) -> np.ndarray:
+    """Squared coefficient errors of ``reps`` random teachers on the features ``y`` (``n x d_o``), ``(reps,)``.
+
+    Teachers ``theta* ~ N(0, I / d_o)`` (so ``E ||theta*||^2 = 1``) and
+    noise ``eps ~ N(0, I_n)`` are drawn from the streams ``"teacher"`` and
+    ``"noise"`` of ``key`` (:func:`gelib.keys.stream`);
+    :func:`simulate_readout` trains each readout to time ``t``. Their mean
+    estimates :func:`coefficient_error` on the eigenvalues of ``Y Y^T / n``.
+    """
+    n, d_o = np.shape(y)
+    theta_star = np.asarray(jax.random.normal(stream(key, "teacher"), (reps, d_o), jnp.float64)) / math.sqrt(d_o)
+    noise = np.asarray(jax.random.normal(stream(key, "noise"), (reps, n), jnp.float64))
+    return simulate_readout(y, theta_star, noise, sigma, t)[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossing:
+    """A point ``x`` where a curve crosses 1, and ``f(x) - 1`` of the exact curve (``None`` if not polished)."""
+
+    x: float
+    residual: float | None
+
+
+def unit_crossings(
+    grid, values, exact: Callable[[float], float] | None = None, touch: float = 1e-3, xtol: float = 1e-7
+) -> list[Crossing]:
+    """Every point where a positive curve sampled on ``grid`` crosses 1.
+
+    Between neighbouring grid points where ``log(values)`` changes sign
+    (points with ``|log value| < touch``, where the curve merely touches 1,
+    are skipped), the root of a cubic spline of ``log(values)`` through the
+    grid (Brent's method); if ``exact`` (the curve itself) is given, the root
+    is then polished by the secant method on ``log(exact(x))`` to ``xtol``
+    and its residual ``exact(x) - 1`` recorded.
+    """
+    grid = np.asarray(grid, dtype=float)
+    logr = np.log(np.asarray(values, dtype=float))
+    spline = scipy.interpolate.CubicSpline(grid, logr)
+    live = np.flatnonzero(np.abs(logr) > touch)
+    out = []
+    for i, j in zip(live[:-1], live[1:]):
+        if np.sign(logr[i]) == np.sign(logr[j]):
+            continue
+        x = scipy.optimize.brentq(spline, grid[i], grid[j])
+        if exact is None:
+            out.append(Crossing(float(x), None))
+            continue
+        x = scipy.optimize.root_scalar(lambda u: math.log(exact(u)), x0=x, x1=x + 0.01, method="secant", xtol=xtol).root
+        out.append(Crossing(float(x), float(exact(x) - 1)))
+    return out
+
+
+def compare_paths(h_fo, err_fo, h_fb, err_fb, d_o_fb) -> dict:
+    """Where the fixed-budget path has the lower error than the fixed-output path (Figure 2(c)).
+
+    ``h_*``: head counts of each path, ``err_*`` its errors (``inf`` allowed:
+    an infinite error loses to any finite one), ``d_o_fb`` the output widths
+    of the fixed-budget path. At their common head counts, returns
+
+    * ``tail``: the smallest ``h`` from which the fixed-budget path wins at
+      every common head count (``None`` if it loses at the last one);
+      ``tail_do``: its ``d_O`` there;
+    * ``local``: the head counts below ``tail`` where it wins anyway, and
+      ``nlocal``, their number;
+    * ``best_fo``, ``best_fb``: the head count of each path's smallest finite
+      error, ``min_fo``, ``min_fb`` those errors.
+    """
+    h_fo, err_fo, h_fb, err_fb, d_o_fb = map(np.asarray, (h_fo, err_fo, h_fb, err_fb, d_o_fb))
+    common = np.intersect1d(h_fo, h_fb)
+    a = np.array([err_fo[h_fo == h][0] for h in common])
+    b = np.array([err_fb[h_fb == h][0] for h in common])
+    loses = ~(np.isfinite(b) & (b < a))
+    if not loses.any():
+        tail = int(common[0])
+    elif loses[-1]:
+        tail = None
+    else:
+        tail = int(common[np.flatnonzero(loses)[-1] + 1])
+
+    local = [int(h) for h in common[~loses] if tail is None or h < tail]
+
+    def finite(v):
+        return np.where(np.isfinite(v), v, np.nan)
+
+    return dict(
+        tail=tail,
+        tail_do=int(d_o_fb[h_fb == tail][0]) if tail is not None else None,
+        local=local,
+        nlocal=len(local),
+        best_fo=int(h_fo[np.nanargmin(finite(err_fo))]),
+        best_fb=int(h_fb[np.nanargmin(finite(err_fb))]),
+        min_fo=float(np.nanmin(finite(err_fo))),
+        min_fb=float(np.nanmin(finite(err_fb))),
+    )
+
+
+def error_map_grid(
+    n: int,
+    h_lo: int,
+    h_hi: float,
+    h_step: int,
+    log2_step: float,
+    d_v: int = 64,
+    log2_range: tuple[float, float] = (-2.75, 3.5),
+) -> tuple[np.ndarray, np.ndarray]:
+    """The head counts and output widths of the coefficient-error map (Figure 2(b)).
+
+    Head counts from ``h_lo`` to ``h_hi`` every ``h_step``, placed so that
+    ``h = n / d_v`` (the boundary ``h d_V = n``) is a column; output widths
+    ``d_O = n 2^{k log2_step}`` (rounded) for the integers ``k`` with
+    ``k log2_step`` in ``log2_range``, so that ``d_O = n`` is a row.
+    Returns ``(h, d_O)``, integer arrays.
+    """
+    h_edge = n // d_v
+    hs = np.r_[np.arange(h_edge, h_lo - 1, -h_step)[::-1], np.arange(h_edge + h_step, h_hi + 1, h_step)]
+    hs = hs[hs >= 1].astype(int)
+    lo, hi = log2_range
+    exps = np.arange(math.ceil(lo / log2_step), math.floor(hi / log2_step) + 1)
+    return hs, np.round(n * 2.0 ** (exps * log2_step)).astype(int)
+
+
+# --- figures ---------------------------------------------------------------------------
+
+
+def _times_n(x: float) -> str:
+    """``2 -> '2n'``, ``0.5 -> 'n/2'``, ``1 -> 'n'``: a width as a multiple of ``n``, for labels."""
+    if x == 1:
+        return "n"
+    return f"{x:g}n" if x > 1 else f"n/{1 / x:g}"
+
+
+def sharing_across_figure(
+    fixed_widths: Sequence[AttentionConfig],
+    fixed_budget: Sequence[AttentionConfig],
+    curves_w: dict,
+    curves_b: dict,
+    marks_w: dict,
+    marks_b: dict,
+    note: str,
+):
+    """Figure 3(a): arrival time against ``h_KV``, at fixed widths and at fixed ``N_par``.
+
+    One panel per threshold ``epsilon`` (the keys of ``curves_w``):
+    ``curves_w[eps]`` and ``curves_b[eps]`` are the GE arrival times of the
+    layers ``fixed_widths`` and ``fixed_budget`` (ordered as ``h_KV`` falls
+    from ``h`` to 1); ``marks_w[eps]``, ``marks_b[eps]`` lists of
+    ``(h_KV, summary)`` of the softmax markers. The unshared layer is marked
+    by a diamond, the widths ``w = d_K = d_V`` of the fixed-budget layers are
+    annotated. Returns the figure.
+    """
+    groups = [c.h_kv for c in fixed_widths]
+    first = fixed_widths[0]
+    fig, axes = plt.subplots(1, len(curves_w), figsize=(11, 4.2), squeeze=False)
+    for ax, e in zip(axes[0], curves_w):
+        ge_and_mha(
+            ax,
+            groups,
+            curves_w[e],
+            marks_w[e],
+            color=COLORS[0],
+            offset=0.96,
+            label=f"GE, fixed widths $d_K = d_V = {first.d_k}$",
+        )
+        ge_and_mha(
+            ax, groups, curves_b[e], marks_b[e], color=COLORS[1], offset=1.04, label="GE, fixed $N_{par}$ (widths grow)"
+        )
+        ax.plot([first.h], [curves_w[e][0]], "D", color="black", ms=8, mfc="none", label="unshared ($h_{KV} = h$)")
+        for c, y in zip(fixed_budget, curves_b[e]):
+            ax.annotate(
+                f"$w = {c.d_k}$",
+                (c.h_kv, y),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=7,
+                color=COLORS[1],
+            )
+        log2_axis(ax, groups)
+        ax.set_xlabel(f"key/value groups $h_{{KV}}$ (of $h = {first.h}$ query heads)")
+        ax.set_title(f"$\\epsilon = {e:g}$")
+        ax.margins(y=0.25)
+    axes[0, 0].set_ylabel("arrival time")
+    axes[0, 0].legend(fontsize=8, loc="lower left")
+    fig.suptitle(f"Figure 3(a) — {note}; $d_O = {_times_n(first.d_o / first.n)}$; markers: MHA", fontsize=10)
+    return fig
+
+
+def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks: dict, note: str):
+    """Figure 3(b): arrival time of two sharing schemes against the head count, in two time units.
+
+    ``layers`` gives the head counts and widths of the sweep (one layer per
+    point); ``curves[unit][scheme]`` the GE arrival times and
+    ``marks[unit][scheme]`` lists of ``(h, summary)`` of the softmax markers,
+    for the time units ``"raw"`` (left, logarithmic) and ``"scaled"``
+    (right, time multiplied by ``m_1``). Returns the figure.
+    """
+    import matplotlib.ticker as mticker
+
+    heads = [c.h for c in layers]
+    ylabels = {"raw": "arrival time (raw)", "scaled": "arrival time × $m_1$ (scaled)"}
+    fig, axes = plt.subplots(1, len(curves), figsize=(11, 4.2), squeeze=False)
+    for ax, unit in zip(axes[0], curves):
+        for c, name in zip(COLORS, curves[unit]):
+            ge_and_mha(
+                ax,
+                heads,
+                curves[unit][name],
+                marks[unit][name],
+                color=c,
+                ms=5,
+                marker=".",
+                label=f"GE, {name}",
+                mark_label=f"MHA, {name}",
+            )
+        log2_axis(ax, heads, [f"{c.h}\n$d_K$={c.d_k}" for c in layers])
+        ax.set_xlabel("head count $h$ (head width $d_K = n / 2h$)")
+        ax.set_ylabel(ylabels.get(unit, unit))
+        if unit == "raw":
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    axes[0, -1].legend(fontsize=8)
+    c = layers[0]
+    fig.suptitle(f"Figure 3(b) — {note}; $d = {_times_n(c.d / c.n)}$, $d_O = {_times_n(c.d_o / c.n)}$", fontsize=10)
+    return fig
+
+
+def loss_figure(layers: Sequence[AttentionConfig], t, curves: dict, marks: dict, note: str, epsilon: float = 0.1):
+    """Figure 2(a): the relative training loss ``L(t) / L(0)`` of several layers, log-log.
+
+    ``curves[h]``: the GE loss of the layer with ``h`` heads at the times
+    ``t``; ``marks[h]``: ``(time, summary)`` pairs of its softmax markers.
+    A dotted line marks the threshold ``epsilon``. Returns the figure.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for c, cfg in zip(COLORS, layers):
+        ge_and_mha(
+            ax,
+            t,
+            curves[cfg.h],
+            marks[cfg.h],
+            color=c,
+            lw=1.5,
+            label=f"GE, $h = {cfg.h}$ ($h d_V/n = {cfg.h * cfg.d_v / cfg.n:g}$)",
+            mark_label=f"MHA, $h = {cfg.h}$",
+        )
+    ax.axhline(epsilon, color="grey", ls=":", lw=1)
+    ax.text(t[0], 1.1 * epsilon, f"$\\epsilon = {epsilon:g}$", color="grey", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-4, 1.3)
+    ax.set_xlabel("training time $t$")
+    ax.set_ylabel(r"relative training loss $\mathcal{L}(t)/\mathcal{L}(0)$")
+    c0 = layers[0]
+    ax.set_title(f"Figure 2(a) — {note}; $d_O = {_times_n(c0.d_o / c0.n)}$, $d_K = d_V = {c0.d_k}$")
+    ax.legend(fontsize=8, ncol=2)
+    return fig
+
+
+def width_boundaries(ax, n: int, hs, d_v: int = 64, label: bool = True) -> None:
+    """The dotted width boundaries ``d_O = n``, ``h d_V = n`` and ``h d_V = d_O`` on an ``(h, d_O / n)`` map."""
+    kw = dict(color="black", ls=":", lw=1.1)
+    ax.axhline(1.0, **kw)
+    ax.axvline(n / d_v, **kw)
+    hh = np.linspace(hs[0] - 0.5, hs[-1] + 0.5, 50)
+    ax.plot(hh, hh * d_v / n, **kw, label="width boundaries" if label else None)
+
+
+def budget_paths(ax, fixed_output: Sequence[PathPoint], fixed_budget: Sequence[PathPoint]) -> None:
+    """The fixed-output and fixed-budget paths on an ``(h, d_O / n)`` map."""
+    n = fixed_output[0].cfg.n
+    ax.plot(
+        [p.cfg.h for p in fixed_output],
+        [p.cfg.d_o / n for p in fixed_output],
+        "-s",
+        color=COLORS[0],
+        ms=3,
+        lw=1.6,
+        label="fixed-output path",
+    )
+    ax.plot(
+        [p.cfg.h for p in fixed_budget],
+        [p.cfg.d_o / n for p in fixed_budget],
+        "-o",
+        color=COLORS[1],
+        ms=3,
+        lw=1.6,
+        label=f"fixed-budget path ($N_{{par}} = {tex_sci(fixed_budget[0].n_params)}$)",
+    )
+
+
+_READING_TITLES = {"end": "end of training ($t = \\infty$)", "early": "early stopping ($t = {t:g}$)"}
+
+
+def error_map_figure(
+    hs,
+    d_os,
+    maps: dict,
+    fixed_output: Sequence[PathPoint],
+    fixed_budget: Sequence[PathPoint],
+    t_early: float,
+    sigma: float,
+    note: str,
+    vmax: dict | None = None,
+):
+    """Figure 2(b): ``log10`` of the coefficient error over ``(h, d_O / n)``, with the boundaries and the paths.
+
+    ``maps[reading]`` (``"end"``, ``"early"``) has shape ``(len(d_os), len(hs))``;
+    infinite cells (on the Y-shaped ridge where the two smallest widths
+    meet) take the top colour. ``vmax[reading]``: the top of each colour
+    scale. Returns the figure.
+    """
+    vmax = {"end": 1.0, "early": 0.05} if vmax is None else vmax
+    c0 = fixed_output[0].cfg
+    n = c0.n
+    hs, d_os = np.asarray(hs), np.asarray(d_os)
+    step = hs[1] - hs[0] if len(hs) > 1 else 1
+    log_do = np.log(d_os / n)
+    edges_h = np.r_[hs - 0.5 * step, hs[-1] + 0.5 * step]
+    edges_do = np.exp(
+        np.r_[log_do[0] - np.diff(log_do)[0] / 2, (log_do[1:] + log_do[:-1]) / 2, log_do[-1] + np.diff(log_do)[-1] / 2]
+    )
+    fig, axes = plt.subplots(1, len(maps), figsize=(11, 4.4), sharey=True, squeeze=False)
+    for ax, reading in zip(axes[0], maps):
+        im = ax.pcolormesh(
+            edges_h,
+            edges_do,
+            np.log10(np.minimum(maps[reading], 1e300)),
+            cmap="viridis",
+            vmin=-1.6,
+            vmax=vmax[reading],
+            shading="flat",
+        )
+        width_boundaries(ax, n, hs, c0.d_v)
+        budget_paths(ax, fixed_output, fixed_budget)
+        ax.set_yscale("log")
+        ax.set_xlabel("head count $h$")
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+        ax.set_title(_READING_TITLES[reading].format(t=t_early))
+        fig.colorbar(im, ax=ax, extend="max", label="$\\log_{10}$ coefficient error")
+    axes[0, 0].set_ylabel("output width $d_O / n$")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.45, 0.0))
+    fig.suptitle(f"Figure 2(b) — {note}; $d_K = d_V = {c0.d_v}$, $\\sigma = {sigma:g}$", fontsize=10)
+    fig.subplots_adjust(bottom=0.2)
+    return fig
+
+
+def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: str):
+    """Figure 2(c): the coefficient error along the paths, one panel per reading.
+
+    ``curves[path]`` holds ``"h"``, the errors of each reading (``"end"``,
+    ``"early"``; infinite values leave a gap) and ``"bounds"``, the head
+    counts on a width boundary (dotted verticals); ``marks[path][reading]``
+    lists ``(h, summary)`` of the softmax markers. Returns the figure.
+    """
+    readings = list(next(iter(marks.values())))
+    fig, axes = plt.subplots(1, len(readings), figsize=(11, 4.2), squeeze=False)
+    for ax, reading in zip(axes[0], readings):
+        for c, (name, cur) in zip(COLORS, curves.items()):
+            ge_and_mha(
+                ax,
+                cur["h"],
+                cur[reading],
+                marks[name][reading],
+                color=c,
+                lw=1.5,
+                marker=".",
+                ms=4,
+                label=f"GE, {name}",
+                mark_label=f"MHA, {name}",
+            )
+            for h in cur["bounds"]:
+                ax.axvline(h, color=c, ls=":", lw=1)
+        ax.set_xlabel("head count $h$")
+        ax.set_title(_READING_TITLES[reading].format(t=t_early))
+        if reading == "end":
+            ax.set_yscale("log")
+    axes[0, 0].set_ylabel("coefficient error $\\mathcal{E}$")
+    axes[0, -1].legend(fontsize=8)
+    fig.suptitle(f"Figure 2(c) — {note}; $\\sigma = {sigma:g}$", fontsize=10)
+    return fig
+
+
+def ratio_figure(
+    betas,
+    ratios: dict,
+    marks,
+    crossings: Sequence[Crossing],
+    layer: AttentionConfig,
+    t_early: float,
+    note: str,
+    pair: str = "(64, 192)\\,/\\,(128, 128)",
+):
+    """Figure 2(d): the error ratio of two layers across ``beta``, against the unit line.
+
+    ``ratios["end"]`` (solid) and ``ratios["early"]`` (dashed) are the GE
+    ratios on ``betas``; ``marks`` lists ``(beta, summary)`` of the softmax
+    ratios (end of training); each crossing of the end-of-training curve is
+    a dotted vertical. ``layer`` names ``n`` and ``h`` in the title, ``pair``
+    (TeX) the two layers on the y-axis. Returns the figure.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.plot(betas, ratios["end"], color=COLORS[0], lw=1.6, label="GE, end of training")
+    ax.plot(betas, ratios["early"], color=COLORS[0], lw=1.2, ls="--", label=f"GE, early stopping ($t = {t_early:g}$)")
+    if len(marks):
+        bs, ss = zip(*marks)
+        ax.errorbar(
+            bs,
+            [s.mean for s in ss],
+            yerr=[s.ci95 for s in ss],
+            fmt="o",
+            ms=5,
+            capsize=2,
+            color=COLORS[1],
+            mfc="white",
+            label="MHA, end of training",
+        )
+    ax.axhline(1.0, color="black", lw=1)
+    for c in crossings:
+        ax.axvline(c.x, color=COLORS[0], ls=":", lw=1, label=f"crossing, $\\beta^* = {c.x:.3f}$")
+    ax.set_xlabel(r"inverse temperature $\beta$")
+    ax.set_ylabel(f"error ratio ${pair}$")
+    ax.set_title(f"Figure 2(d) — {note}; $n_{{(d)}} = {layer.n}$, $h = {layer.h}$")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,6 +1,6 @@
 """The six equivalent random-matrix models of the paper's Table 1.
 
-``shared/MATH.md`` section 2. Every model is built from one shared
+the book's appendix (:ref:`conv-chain`). Every model is built from one shared
 :class:`~gelib.sampling.Draw` (the same ``Q, K, V, W^O``) and one noise key,
 so consecutive models differ only by the step of the proof between them:
 
@@ -26,6 +26,7 @@ so chapters can measure their rates.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -51,10 +52,28 @@ __all__ = [
     "build_all",
     "denominator_terms",
     "centering_terms",
+    "centering_norm2",
     "kernel_error",
     "numerical_rank",
+    "value_second_moments",
+    "psd_roots",
+    "gaussian_heads",
+    "gaussian_row_outputs",
+    "quadratic_forms",
+    "sigma",
+    "output_row_mean",
+    "kernel_f_estimate",
+    "kernel_f_diagonal_mean",
+    "kernel_error_first_order",
+    "sigma_mean_ratio",
+    "kernel_mean_variance",
+    "hermite_coefficients",
+    "form_deviation",
+    "conditional_covariances",
+    "step_distances",
 ]
 
+#: The models of Table 1 by short name, with the symbol the book uses for each.
 LABELS = {
     "mha": "sqrt(n) A^perp (MHA)",
     "yf": "Y^f",
@@ -63,6 +82,7 @@ LABELS = {
     "yg_sigma_g": "Y^G[Sigma_G]",
     "yg": "Y^G",
 }
+#: The short names of the models of Table 1, in the order of the chain.
 MODELS: tuple[str, ...] = tuple(LABELS)
 
 
@@ -103,21 +123,18 @@ def kernel_f(k_g, beta):
 
     ``f-ring_j(q) = e^{beta a_j - beta^2/2} - M(q)`` with ``a = K q / sqrt(d_k)``,
     ``M(q) = exp(beta^2 |q|^2 / (2 d_k) - beta^2 / 2)`` and ``q ~ N(0, I)``; the
-    three Gaussian integrals of MATH.md section 2.3 give it in closed form.
+    three Gaussian integrals of the appendix (:ref:`conv-kernel`) give it in closed form.
     Needs ``gamma = beta^2 / d_k < 1/2`` (otherwise ``E[M^2]`` is infinite).
     """
     n, d_k = k_g.shape
     gamma = beta**2 / d_k
-    if not isinstance(gamma, jax.core.Tracer) and gamma >= 0.5:   # traced beta: checked by the caller
-        raise ConfigError(
-            f"Sigma_f needs beta^2 / d_k < 1/2 (E[M(q)^2] diverges); got "
-            f"beta^2 / d_k = {gamma:.3g}"
-        )
+    if not isinstance(gamma, jax.core.Tracer) and gamma >= 0.5:  # traced beta: checked by the caller
+        raise ConfigError(f"Sigma_f needs beta^2 / d_k < 1/2 (E[M(q)^2] diverges); got beta^2 / d_k = {gamma:.3g}")
     sq = jnp.sum(k_g**2, axis=-1)
     gram = k_g @ k_g.T
     pair = jnp.exp(beta**2 * (sq[:, None] + sq[None, :] + 2 * gram) / (2 * d_k) - beta**2)
-    cross = jnp.exp(-beta**2 - d_k / 2 * jnp.log1p(-gamma) + beta**2 * sq / (2 * d_k * (1 - gamma)))
-    m2 = jnp.exp(-beta**2 - d_k / 2 * jnp.log1p(-2 * gamma))
+    cross = jnp.exp(-(beta**2) - d_k / 2 * jnp.log1p(-gamma) + beta**2 * sq / (2 * d_k * (1 - gamma)))
+    m2 = jnp.exp(-(beta**2) - d_k / 2 * jnp.log1p(-2 * gamma))
     return pair - cross[:, None] - cross[None, :] + m2
 
 
@@ -128,12 +145,12 @@ def kernel_mean(k_g, beta):
     not exactly zero at finite ``d_k`` (it is ``O(1/sqrt(d_k))`` per entry), so
     :func:`kernel_f` is a second moment, not a covariance. The difference is the
     same vector for every row, a rank-``<= h`` change of the output
-    (MATH.md section 2.3 calls the rows mean-zero; this is the exact statement).
+    (the rows are often called mean-zero; this is the exact statement).
     """
     d_k = k_g.shape[-1]
     gamma = beta**2 / d_k
     sq = jnp.sum(k_g**2, axis=-1)
-    return jnp.exp(beta**2 * sq / (2 * d_k) - beta**2 / 2) - jnp.exp(-beta**2 / 2 - d_k / 2 * jnp.log1p(-gamma))
+    return jnp.exp(beta**2 * sq / (2 * d_k) - beta**2 / 2) - jnp.exp(-(beta**2) / 2 - d_k / 2 * jnp.log1p(-gamma))
 
 
 def kernel_g(k_g, beta):
@@ -244,7 +261,7 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array
     The two ``Sigma`` models share their Gaussian rows (so that they differ by
     the covariance alone); ``yg``'s noise is independent of them. ``yg`` is
     formed in ``O(n d_k d_v)`` per head, exactly in law (see
-    :func:`_yg_reduced`; :func:`yg_literal` draws the ``n x n`` noise).
+    ``_yg_reduced``; :func:`yg_literal` draws the ``n x n`` noise).
     """
     beta, n = cfg.beta, cfg.n
     rn = jnp.sqrt(jnp.asarray(n, draw.q.dtype))
@@ -254,6 +271,7 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array
         rows_key, z_key = jax.random.split(key)
 
     if model == "mha":
+
         def one(r, q, k, v):
             # softmax(beta S) V with the row normalisation applied after the
             # product (on n x d_v entries instead of n x n)
@@ -262,9 +280,11 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array
             av = (e @ v) / jnp.sum(e, axis=-1, keepdims=True)
             return rn * (av - jnp.mean(v, axis=0, keepdims=True))
     elif model == "yf":
+
         def one(r, q, k, v):
             return f(scores(q, k), beta) @ v / rn
     elif model == "yf_ring":
+
         def one(r, q, k, v):
             fr = f(scores(q, k), beta) - row_mean(q, beta)[:, None]
             return fr @ v / rn
@@ -310,7 +330,6 @@ def _row_vectors(draw: Draw, cfg: AttentionConfig):
     return jnp.einsum("rv,rvo->ro", v_sum, draw.w_o) / jnp.sqrt(jnp.asarray(cfg.n, draw.q.dtype))
 
 
-@functools.partial(jax.jit, static_argnames=("cfg",))
 def denominator_terms(draw: Draw, cfg: AttentionConfig) -> dict:
     """The two error terms of denominator replacement (Table 1, row 2).
 
@@ -320,11 +339,21 @@ def denominator_terms(draw: Draw, cfg: AttentionConfig) -> dict:
     * ``op_norm``: ``||(C_r - I) f(S_r) / sqrt(n)||_op`` per head (``h``),
       predicted ``n^{-1/2 + o(1)}``;
     * ``c_dev``: ``max_i |C_r,ii - 1|`` per head;
+    * ``max_entry``: the largest entry ``max_ij |(C_r - I) f(S_r)|_ij / sqrt(n)``
+      of the middle term per head (``h``); the operator norm is at least this;
     * ``middle``: the middle term carried to the output, ``n x d_o``;
     * ``low_rank``: the last term carried to the output,
       ``sum_r (C_r - I) 1 1^T V_g W^O_r / sqrt(n)`` (``n x d_o``, rank ``<= h``).
+
+    Compiled once per shape: ``beta`` is a traced argument, so a scan over
+    ``beta`` (at fixed shapes) compiles once.
     """
-    beta = cfg.beta
+    return _denominator_terms(draw, cfg.replace(beta=1.0), jnp.asarray(cfg.beta, draw.q.dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _denominator_terms(draw: Draw, cfg: AttentionConfig, beta) -> dict:
+    """:func:`denominator_terms` with a traced ``beta`` (``cfg.beta`` is ignored)."""
     rn = jnp.sqrt(jnp.asarray(cfg.n, draw.q.dtype))
 
     def one(r, q, k, v):
@@ -335,14 +364,16 @@ def denominator_terms(draw: Draw, cfg: AttentionConfig) -> dict:
         return (
             jnp.linalg.svd(mid, compute_uv=False)[0],
             jnp.max(jnp.abs(c - 1.0)),
+            jnp.max(jnp.abs(mid)),
             mid @ v,
             c - 1.0,
         )
 
-    op, dev, mid_v, cm1 = _per_head(one, draw, cfg)
+    op, dev, top, mid_v, cm1 = _per_head(one, draw, cfg)
     return {
         "op_norm": op,
         "c_dev": dev,
+        "max_entry": top,
         "middle": output(mid_v, draw.w_o),
         "low_rank": cm1.T @ _row_vectors(draw, cfg),
     }
@@ -364,12 +395,31 @@ def centering_terms(draw: Draw, cfg: AttentionConfig) -> dict:
     }
 
 
+def centering_norm2(n: int, d_k: int, beta: float) -> float:
+    """``E |m_r|_2^2``, the mean square norm of the row means that centering subtracts (one head).
+
+    ``m_r`` has ``n`` entries ``m_i = exp(beta^2 (rho_i - 1) / 2) - 1`` (:func:`row_mean`)
+    with ``rho_i = |q_i|^2 / d_k`` a ``chi^2_{d_k} / d_k`` variable; by its moment
+    generating function ``E e^{t (rho - 1)} = e^{-t} (1 - 2t / d_k)^{-d_k / 2}``,
+
+    ``E |m_r|_2^2 = n (e^{-beta^2} (1 - 2 beta^2 / d_k)^{-d_k/2} - 2 e^{-beta^2/2} (1 - beta^2 / d_k)^{-d_k/2} + 1)``,
+
+    about ``n beta^4 / (2 d_k)``. Infinite unless ``beta^2 < d_k / 2``.
+    """
+    if 2 * beta**2 >= d_k:
+        return math.inf
+    t1 = math.exp(-(beta**2) - d_k / 2 * math.log1p(-2 * beta**2 / d_k))
+    t2 = math.exp(-(beta**2) / 2 - d_k / 2 * math.log1p(-(beta**2) / d_k))
+    return n * (t1 - 2 * t2 + 1)
+
+
 @functools.partial(jax.jit, static_argnames=("cfg",))
 def kernel_error(draw: Draw, cfg: AttentionConfig):
     """Normalised Frobenius error ``||kernel_f - kernel_G||_F / sqrt(n)`` per KV group.
 
     Table 1, row 5: predicted ``O(sqrt(log n / n))`` at fixed ratios ``d_k / n``.
     """
+
     def one(k):
         diff = kernel_f(k, cfg.beta) - kernel_g(k, cfg.beta)
         return jnp.linalg.norm(diff) / jnp.sqrt(jnp.asarray(cfg.n, k.dtype))
@@ -384,3 +434,252 @@ def numerical_rank(a, rtol: float | None = None) -> int:
     if rtol is None:
         rtol = max(a.shape) * np.finfo(a.dtype).eps * 10
     return int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
+
+
+# --- second moments of the rows: Gaussian rows with a given G, Sigma (Table 1, rows 4-6) ---
+
+
+def value_second_moments(kernel, draw: Draw, cfg: AttentionConfig) -> jax.Array:
+    """``M_g = V_g^T kernel(K_g) V_g / n`` for every key/value group, ``(h_kv, d_v, d_v)``.
+
+    ``kernel`` is :func:`kernel_f` or :func:`kernel_g` (any ``(k_g, beta) ->
+    (n, n)``). Row ``i`` of head ``r``'s Gaussian-row output ``G_r M_g^{1/2}``
+    has second moment ``M_{g(r)}``; ``tr(M_g) / d_v`` is the conditional mean of the
+    quadratic form ``x^T (V V^T / d_v) x / n`` of a row ``x`` with second moment
+    ``kernel(K_g)``.
+    """
+    kern = jax.vmap(lambda k: kernel(k, cfg.beta))(draw.k)  # (h_kv, n, n)
+    return jnp.einsum("gnv,gnm,gmw->gvw", draw.v, kern, draw.v) / cfg.n
+
+
+def psd_roots(m: jax.Array) -> jax.Array:
+    """Symmetric square roots ``M^{1/2}`` of a stack of positive semi-definite matrices ``(g, d, d)``.
+
+    From the eigendecomposition; eigenvalues below zero (round-off) are set to 0.
+    """
+    w, basis = jnp.linalg.eigh(m)
+    return jnp.einsum("gvj,gj,gwj->gvw", basis, jnp.sqrt(jnp.clip(w, 0.0)), basis)
+
+
+def gaussian_heads(gauss: jax.Array, m: jax.Array, cfg: AttentionConfig) -> jax.Array:
+    """Per-head Gaussian rows ``U_r = G_r M_{g(r)}^{1/2}``, ``(h, n, d_v)``.
+
+    ``gauss`` (``(h, n, d_v)``) holds the standard Gaussian matrices ``G_r``,
+    ``m`` (``(h_kv, d_v, d_v)``) the second moments of
+    :func:`value_second_moments`. The rows of ``sum_r U_r W^O_r`` are then i.i.d.
+    ``N(0, Sigma)`` with ``Sigma = sum_r W^O_r^T M_{g(r)} W^O_r`` (:func:`sigma`).
+    Unlike ``build("yg_sigma_f", ...)``, which draws ``G_r`` from a key, the
+    caller passes ``G``: leading blocks of one large ``G`` give nested Gaussian
+    rows across sizes (:class:`gelib.sweeps.NestedDraws`).
+    """
+    group = jnp.arange(cfg.h) // cfg.group_size
+    return jnp.einsum("rnv,rvw->rnw", gauss, psd_roots(m)[group])
+
+
+@functools.partial(jax.jit, static_argnames=("kernels", "cfg"))
+def gaussian_row_outputs(kernels: tuple, draw: Draw, gauss: jax.Array, cfg: AttentionConfig) -> jax.Array:
+    """``Y^G[Sigma_kernel] = sum_r G_r M_g^{1/2} W^O_r`` for each kernel, from one ``G``: ``(len(kernels), n, d_o)``.
+
+    ``kernels`` is a tuple such as ``(kernel_f, kernel_g)``: then the two
+    outputs are ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]`` coupled through one
+    Gaussian ``G`` (``(h, n, d_v)``), so that they differ by the covariance alone.
+    """
+    return jnp.stack(
+        [output(gaussian_heads(gauss, value_second_moments(k, draw, cfg), cfg), draw.w_o) for k in kernels]
+    )
+
+
+def quadratic_forms(u: jax.Array, m: jax.Array, cfg: AttentionConfig) -> tuple[jax.Array, jax.Array]:
+    """Per-row quadratic forms ``x_i^T B x_i / n = |u_i|^2 / d_v`` and their conditional means.
+
+    For head outputs ``u`` (``(..., h, n, d_v)``, ``u_i`` = row ``i`` of
+    ``U_r = X V_g / sqrt(n)`` with rows ``x_i``) and ``B = V_g V_g^T / d_v``.
+    Returns the forms (``(..., h, n)``) and, per head, the exact conditional
+    mean ``tr(V^T kernel V) / (n d_v) = tr(M_{g(r)}) / d_v`` (``(h,)``) for rows
+    with second moment ``kernel`` (``m`` from :func:`value_second_moments`).
+    """
+    group = jnp.arange(cfg.h) // cfg.group_size
+    return jnp.sum(u**2, axis=-1) / cfg.d_v, jnp.trace(m, axis1=1, axis2=2)[group] / cfg.d_v
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "cfg"))
+def sigma(kernel, draw: Draw, cfg: AttentionConfig) -> jax.Array:
+    """``Sigma = (1/n) sum_r W^O_r^T V_g^T kernel(K_g) V_g W^O_r``, ``(d_o, d_o)``.
+
+    With :func:`kernel_f` this is ``Sigma_f`` (the second moment of a row of
+    ``Y-ring^f`` given ``K, V, W^O``, up to the cross-head terms of its mean),
+    with :func:`kernel_g` it is ``Sigma_G``, the covariance of a row of ``Y^G``.
+    """
+    m = value_second_moments(kernel, draw, cfg)
+    group = jnp.arange(cfg.h) // cfg.group_size
+    return jnp.einsum("rvo,rvw,rwp->op", draw.w_o, m[group], draw.w_o)
+
+
+def form_deviation(forms, exact) -> np.ndarray:
+    """Relative mean absolute deviation of quadratic forms from their conditional means, per head.
+
+    ``forms`` (``(h, n)``) and ``exact`` (``(h,)``) as returned by
+    :func:`quadratic_forms`: ``delta = mean_i |form_i - exact| / exact``, the
+    control of quadratic-form concentration (predicted ``O(n^{-1/2})`` at fixed
+    ratios). The mean absolute deviation, not the sample variance: for
+    log-normal entries a sample variance over ``n`` rows is dominated by a
+    handful of rows.
+    """
+    return np.mean(np.abs(forms - exact[:, None]), axis=-1) / exact
+
+
+def output_row_mean(draw: Draw, cfg: AttentionConfig) -> jax.Array:
+    """The common mean ``m = sum_r W^O_r^T V_g^T mu_g / sqrt(n)`` of the rows of ``Y-ring^f`` given ``K, V, W^O``.
+
+    Shape ``(d_o,)``.
+    ``mu_g = E_q[f-ring(K_g q / sqrt(d_k))]`` is :func:`kernel_mean`: centering
+    subtracts the mean over keys, so the mean over the query is not exactly
+    zero. Over ``K, V, W^O``, ``E|m|^2 = d_o Var(mu_j)``.
+    """
+    mu = jax.vmap(lambda k: kernel_mean(k, cfg.beta))(draw.k)  # (h_kv, n)
+    group = jnp.arange(cfg.h) // cfg.group_size
+    per_head = jnp.einsum("rn,rnv->rv", mu[group], draw.v[group]) / jnp.sqrt(jnp.asarray(cfg.n, draw.v.dtype))
+    return jnp.einsum("rv,rvo->o", per_head, draw.w_o)
+
+
+def kernel_f_estimate(k_g: jax.Array, q: jax.Array, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo estimate of :func:`kernel_f` from sampled queries, with per-entry standard errors.
+
+    ``k_g`` (``(n, d_k)``) are keys, ``q`` (``(N, d_k)``) independent standard
+    Gaussian queries. Each query gives the row
+    ``f-ring(q) = f(K q / sqrt(d_k)) - E[f | q]`` (:func:`f`, :func:`row_mean`);
+    returns the average of ``f-ring f-ring^T`` (``(n, n)``) and the standard
+    error of each entry, ``sqrt((mean of products squared - estimate^2) / N)``
+    (from the fourth moments of the samples). NumPy arrays.
+    """
+    rows = f(q @ k_g.T / math.sqrt(k_g.shape[-1]), beta) - row_mean(q, beta)[:, None]
+    rows = np.asarray(rows)
+    mc = rows.T @ rows / len(rows)
+    se = np.sqrt(((rows**2).T @ rows**2 / len(rows) - mc**2) / len(rows))
+    return mc, se
+
+
+def kernel_f_diagonal_mean(d_k: int, beta: float) -> float:
+    """``E[kernel_f(K)_jj]`` over Gaussian keys (``|k_j|^2 ~ chi^2_{d_k}``).
+
+    ``e^{-beta^2} ((1 - 4 gamma)^{-d_k/2} - (1 - 2 gamma)^{-d_k/2})`` with
+    ``gamma = beta^2 / d_k``, ``= e^{beta^2} - 1 + beta^4 (4 e^{beta^2} - 1) / d_k
+    + O(d_k^{-2})``; infinite when ``4 gamma >= 1``. Divided by the diagonal
+    ``e^{beta^2} - 1`` of :func:`kernel_g` it is the predicted ratio of the mean
+    eigenvalues of ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]``.
+    """
+    gamma = beta**2 / d_k
+    if 4 * gamma >= 1:
+        return math.inf
+    return math.exp(-(beta**2)) * ((1 - 4 * gamma) ** (-d_k / 2) - (1 - 2 * gamma) ** (-d_k / 2))
+
+
+def kernel_error_first_order(n: int, d_k: int, beta: float) -> float:
+    """First-order prediction of :func:`kernel_error`, ``||kernel_f - kernel_g||_F / sqrt(n)``, over Gaussian keys.
+
+    With ``|k_j|^2 / d_k = 1 + eps_j`` and ``rho_jl = k_j . k_l / d_k``, the
+    difference ``D`` has ``D_jj ~ 2 beta^2 (e^{beta^2} - 1) eps_j`` and, off the
+    diagonal, ``D_jl ~ beta^4 [eps_j eps_l / 4 + rho_jl (eps_j + eps_l) / 2 + (rho_jl^2 - 1/d_k) / 2]``,
+    so ``||D||_F^2 / n ~ 8 beta^4 (e^{beta^2} - 1)^2 / d_k + (7/4) beta^8 n / d_k^2``;
+    returns its square root, ``O(n^{-1/2})`` at fixed ``d_k / n``.
+    """
+    return math.sqrt(8 * beta**4 * math.expm1(beta**2) ** 2 / d_k + 1.75 * beta**8 * n / d_k**2)
+
+
+def sigma_mean_ratio(d_k: int, beta: float) -> float:
+    """The predicted ratio of the mean eigenvalues of ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]``.
+
+    ``tr Sigma ~ d_o E[kernel_jj]``, so the ratio is
+    :func:`kernel_f_diagonal_mean` over the diagonal ``e^{beta^2} - 1`` of
+    :func:`kernel_g`: ``1 + beta^4 (4 e^{beta^2} - 1) / (d_k (e^{beta^2} - 1)) + O(d_k^{-2})``
+    (infinite when ``4 beta^2 >= d_k``).
+    """
+    return kernel_f_diagonal_mean(d_k, beta) / math.expm1(beta**2)
+
+
+def hermite_coefficients(fn, degree: int, nodes: int = 80) -> np.ndarray:
+    """Hermite coefficients ``c_k = E[fn(x) He_k(x)] / k!``, ``k = 0..degree``, for ``x ~ N(0, 1)``.
+
+    ``He_k`` are the probabilists' Hermite polynomials, so that
+    ``fn = sum_k c_k He_k`` in ``L^2(N(0, 1))`` and ``E[fn(x) fn(y)] = sum_k k! c_k^2 rho^k``
+    for standard Gaussians with correlation ``rho``. Gauss-Hermite quadrature
+    with ``nodes`` nodes (exact for polynomials ``fn`` of degree below
+    ``2 nodes - degree``). For :func:`f` the coefficients are ``beta^k / k!``
+    (``k >= 1``). ``fn`` maps an array of nodes to an array of values.
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / math.sqrt(2 * math.pi)  # expectations under N(0, 1)
+    values = np.asarray(fn(jnp.asarray(x)))
+    ks = np.arange(degree + 1)
+    c = np.array([np.sum(w * values * np.polynomial.hermite_e.hermeval(x, np.eye(degree + 1)[k])) for k in ks])
+    return c / np.array([math.factorial(k) for k in ks], dtype=float)
+
+
+def kernel_mean_variance(d_k: int, beta: float) -> float:
+    """``Var(mu_j)`` over Gaussian keys, for ``mu = kernel_mean(K, beta)``.
+
+    ``e^{-beta^2} ((1 - 2 gamma)^{-d_k/2} - (1 - gamma)^{-d_k})`` with
+    ``gamma = beta^2 / d_k`` (``E mu_j = 0``), ``~ beta^4 / (2 d_k)``; infinite when
+    ``2 gamma >= 1``. ``d_o`` times it is ``E|m|^2`` for the common row mean ``m`` of
+    :func:`output_row_mean`.
+    """
+    gamma = beta**2 / d_k
+    if 2 * gamma >= 1:
+        return math.inf
+    return math.exp(-(beta**2)) * ((1 - 2 * gamma) ** (-d_k / 2) - (1 - gamma) ** (-d_k))
+
+
+def conditional_covariances(
+    models: tuple[str, ...],
+    draw: Draw,
+    cfg: AttentionConfig,
+    copy_keys,
+    checkpoints,
+) -> np.ndarray:
+    """Sample covariances of the rows with ``K, V, W^O`` fixed: ``(len(checkpoints), len(models), d_o, d_o)``.
+
+    ``copy_keys[t-1]`` is a pair ``(query key, noise key)`` for copy
+    ``t = 1, 2, ...``: the copy replaces the queries of ``draw`` by ``N(0, 1)``
+    draws from its query key and builds ``models`` with its noise key
+    (:func:`build_all`). At each count ``c`` in ``checkpoints`` (increasing)
+    returns ``Y^T Y / (c n)`` summed over the first ``c`` copies, the sample
+    covariance of ``c n`` rows, which converges to the conditional covariance
+    of a row given ``K, V, W^O`` (``Sigma_G`` for ``yg_sigma_g`` and ``yg``;
+    :func:`sigma`).
+    """
+    models = check_models(models)
+    checkpoints = sorted(int(c) for c in checkpoints)
+    if not checkpoints or checkpoints[0] < 1 or checkpoints[-1] > len(copy_keys):
+        raise ValueError(f"checkpoints must lie in 1..{len(copy_keys)} (one key pair per copy), got {checkpoints}")
+    second = np.zeros((len(models), cfg.d_o, cfg.d_o))
+    out = []
+    for t in range(1, checkpoints[-1] + 1):
+        query_key, noise_key = copy_keys[t - 1]
+        q_new = jax.random.normal(query_key, draw.q.shape, draw.q.dtype)
+        y = np.asarray(build_all(models, draw._replace(q=q_new), cfg, key=noise_key))
+        second += np.einsum("mno,mnp->mop", y, y)
+        if t in checkpoints:
+            out.append(second / (t * cfg.n))
+    return np.array(out)
+
+
+def step_distances(spectra: dict, steps) -> tuple[dict, dict, dict, dict]:
+    """How far each step of Table 1 moves the spectrum: distances between pairs of models, over seeds.
+
+    ``spectra[m]`` holds the eigenvalues of model ``m`` (``(seeds, n)``, e.g. from
+    :func:`gelib.spectra.model_spectra`, all models from the same draws);
+    ``steps`` is a sequence of pairs ``(a, b)``. Returns four dicts keyed by the
+    pairs: the :class:`~gelib.spectra.Summary` over seeds of ``100 rel_w1(a, b)``
+    (percent of ``b``'s mean eigenvalue), that of ``ks(a, b)``, the raw
+    ``w1(a, b)`` per seed (``(seeds,)``; a metric, so the distance of a composite
+    step is at most the sum over its parts) and the mean over seeds of the
+    relative shift of the mean eigenvalue, ``mean(b) / mean(a) - 1``.
+    """
+    from .spectra import ks, rel_w1, summarize, w1
+
+    steps = [tuple(s) for s in steps]
+    step_w1 = {s: summarize(100 * rel_w1(spectra[s[0]], spectra[s[1]])) for s in steps}
+    step_ks = {s: summarize(ks(spectra[s[0]], spectra[s[1]])) for s in steps}
+    raw_w1 = {s: w1(spectra[s[0]], spectra[s[1]]) for s in steps}
+    mean_shift = {s: float(np.mean(spectra[s[1]].mean(1) / spectra[s[0]].mean(1) - 1)) for s in steps}
+    return step_w1, step_ks, raw_w1, mean_shift

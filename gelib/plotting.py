@@ -8,27 +8,38 @@ import numpy as np
 
 from .rates import PowerFit, fit_power_law
 
-__all__ = ["use_style", "spectra_histograms", "log_histograms", "spectra_pair", "label_ns", "rate_plot",
-           "close", "COLORS"]
+__all__ = [
+    "use_style",
+    "spectra_histograms",
+    "log_histograms",
+    "spectra_pair",
+    "label_ns",
+    "rate_plot",
+    "close",
+    "COLORS",
+]
 
+#: The book's colour cycle (colour-blind-safe enough for six series).
 COLORS = ("#1f5a96", "#c0392b", "#2e8b57", "#8e44ad", "#d68910", "#555555")
 
 
 def use_style() -> None:
     """The book's matplotlib style (lower-case labels are the chapters' job)."""
-    mpl.rcParams.update({
-        "figure.figsize": (7.0, 3.6),
-        "figure.dpi": 110,
-        "savefig.dpi": 150,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": True,
-        "grid.alpha": 0.25,
-        "axes.prop_cycle": mpl.cycler(color=COLORS),
-        "legend.frameon": False,
-        "font.size": 10,
-        "axes.titlesize": 10,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (7.0, 3.6),
+            "figure.dpi": 110,
+            "savefig.dpi": 150,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.25,
+            "axes.prop_cycle": mpl.cycler(color=COLORS),
+            "legend.frameon": False,
+            "font.size": 10,
+            "axes.titlesize": 10,
+        }
+    )
 
 
 def spectra_histograms(ax, spectra: dict, bins: int = 60, range_=None, density_curve=None):
@@ -107,15 +118,16 @@ def rate_plot(ax, ns, values, predicted_slope: float, label: str, color=None) ->
     values = np.asarray(values, dtype=float).reshape(len(ns), -1)
     fit = fit_power_law(ns, values)
     mean = values.mean(axis=1)
-    line = ax.errorbar(ns, mean, yerr=[mean - values.min(1), values.max(1) - mean], fmt="o",
-                       ms=4, capsize=2, color=color, label=label)
+    line = ax.errorbar(
+        ns, mean, yerr=[mean - values.min(1), values.max(1) - mean], fmt="o", ms=4, capsize=2, color=color, label=label
+    )
     c = line[0].get_color()
     grid = np.geomspace(ns[0], ns[-1], 50)
-    ax.plot(grid, fit(grid), color=c, lw=1.2,
-            label=f"fit: slope {fit.slope:.2f} ± {fit.ci95:.2f}")
+    ax.plot(grid, fit(grid), color=c, lw=1.2, label=f"fit: slope {fit.slope:.2f} ± {fit.ci95:.2f}")
     anchor = np.exp(np.mean(np.log(mean)) - predicted_slope * np.mean(np.log(ns)))
-    ax.plot(grid, anchor * grid**predicted_slope, color=c, ls="--", lw=1.0,
-            label=f"predicted slope {predicted_slope:g}")
+    ax.plot(
+        grid, anchor * grid**predicted_slope, color=c, ls="--", lw=1.0, label=f"predicted slope {predicted_slope:g}"
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("context length $n$")
@@ -126,3 +138,280 @@ def rate_plot(ax, ns, values, predicted_slope: float, label: str, color=None) ->
 def close(fig) -> None:
     """Close a figure after it was glued, so it is not displayed twice."""
     plt.close(fig)
+
+
+# --- limit-law panels ---
+# Histograms of spectra with their limit laws over them (the limit-law,
+# spectral-shapes and finite-size chapters); the laws are gelib.freeprob.Law.
+
+__all__ += ["at_atoms", "law_histograms", "density_curves", "bound_plot", "rate_panels"]
+
+
+def at_atoms(eigs, law, tol: float = 1e-6) -> np.ndarray:
+    """Mask of the eigenvalues that sit at an atom of ``law``: ``|x - loc| <= tol * law.sigma``
+    for some atom location ``loc``. ``eigs`` of any shape; the mask has its shape."""
+    eigs = np.asarray(eigs, dtype=float)
+    hit = np.zeros(eigs.shape, bool)
+    for loc, _ in law.atoms():
+        hit |= np.abs(eigs - loc) <= tol * law.sigma
+    return hit
+
+
+def law_histograms(
+    ax,
+    spectra: dict,
+    law,
+    *,
+    title: str = "",
+    bins: int = 50,
+    log: bool = False,
+    colors=COLORS,
+    atoms: str = "stems",
+    left_cut: float | None = None,
+    styles: dict | None = None,
+    headroom: float = 1.3,
+    legend: bool = False,
+    xlabel: str | None = None,
+    tol: float = 1e-6,
+):
+    """Histograms of eigenvalues with the density of their limit law in black over them.
+
+    ``spectra`` is ``{label: eigenvalues}`` (any shape, all seeds pooled);
+    ``law`` one :class:`~gelib.freeprob.Law` for all of them or ``{label: Law}``
+    (one per histogram; equal laws are drawn once). The histogram of each
+    spectrum counts the eigenvalues that are not at an atom of its law
+    (:func:`at_atoms`), normalised by the *total* number of eigenvalues, so
+    that its area is the fraction of continuous eigenvalues, as the area under
+    the density is the continuous mass ``1 - sum of the atoms``.
+
+    * ``log=False``: a linear axis over the support (4 % padding), heights
+      ``counts / (size * bin width)`` against the density ``rho(x)``.
+    * ``log=True``: a logarithmic axis and geometric bins; both sides show the
+      density of ``log x``, i.e. ``x rho(x)`` against ``counts / (size * d log x)``.
+      The bins start at the ``left_cut`` quantile of the continuous
+      eigenvalues above ``1e-8 sigma`` (smaller ones count as numerical zeros),
+      and the axis is cut there; or (``left_cut=None``) at the larger of 2/3
+      of the left edge of the support and half their 0.2 % quantile. They end
+      at 1.1 times the largest right edge.
+    * ``atoms="stems"``: every atom drawn as a black stem whose height is its
+      mass, on a twin axis (an atom at 0 on a log axis at the left end), with a
+      coloured tick at the fraction of each spectrum found at it;
+      ``atoms="legend"``: the law's mass at 0 appended to the label instead.
+    * ``styles``: ``{label: (linestyle, legend name)}`` for laws not drawn as
+      solid "limit law" (e.g. a tied law, dashed).
+
+    The y-axis reaches ``headroom`` times the highest curve (log) or 1.6 times
+    its 98 % quantile (linear). Returns ``ax``.
+    """
+    if atoms not in ("stems", "legend"):
+        raise ValueError(f"atoms must be 'stems' or 'legend', got {atoms!r}")
+    laws = law if isinstance(law, dict) else {label: law for label in spectra}
+    styles = styles or {}
+    eigs = {label: np.ravel(np.asarray(e, dtype=float)) for label, e in spectra.items()}
+    free = {label: e[~at_atoms(e, laws[label], tol)] for label, e in eigs.items()}
+    lo = min(laws[label].edges()[0][0] for label in eigs)
+    hi = max(laws[label].edges()[-1][1] for label in eigs)
+    if log:
+        # eigenvalues below 1e-8 sigma count as numerical zeros for the range
+        pooled = np.concatenate([f[f > 1e-8 * laws[label].sigma] for label, f in free.items()])
+        if left_cut is None:
+            lo = max(lo / 1.5, np.quantile(pooled, 0.002) / 2)
+        else:
+            lo = float(np.quantile(pooled, left_cut))
+        b = np.geomspace(lo, hi * 1.1, bins + 1)
+        width = np.diff(np.log(b))
+    else:
+        pad = 0.04 * (hi - lo)
+        b = np.linspace(lo - pad, hi + pad, bins + 1)
+        width = np.diff(b)
+    for (label, e), color in zip(eigs.items(), colors):
+        counts, _ = np.histogram(free[label], bins=b)
+        extra = ""
+        if atoms == "legend":
+            mass = float(laws[label].point_mass(0.0))
+            extra = f" (+ atom {mass:.2f} at 0)" if mass else ""
+        ax.stairs(counts / e.size / width, b, color=color, lw=1.3, label=label + extra)
+    drawn, curves, entries = [], [], []
+    for label in eigs:
+        ls, name = styles.get(label, ("-", "limit law"))
+        if (ls, name) not in entries:
+            entries.append((ls, name))
+        if laws[label] in drawn:
+            continue
+        drawn.append(laws[label])
+        mu = laws[label]
+        x = np.union1d(mu.grid(400), np.geomspace(lo, hi, 300)) if log else mu.grid(400)
+        x = x[x >= lo]
+        curve = x * mu.density(x) if log else mu.density(x)
+        curves.append(curve)
+        ax.plot(x, curve, color="black", lw=1.1, ls=ls)
+    for ls, name in entries:
+        ax.plot([], [], color="black", lw=1.1, ls=ls, label=name)
+    if log:
+        ax.set_xscale("log")
+        if left_cut is not None:
+            ax.set_xlim(b[0], b[-1])
+        ax.set_ylim(0, headroom * max(c.max() for c in curves))
+    else:
+        ax.set_ylim(0, max(np.quantile(c, 0.98) for c in curves) * 1.6)
+    if atoms == "stems" and any(mu.atoms() for mu in drawn):
+        twin = ax.twinx()
+        for mu in drawn:
+            for loc, mass in mu.atoms():
+                where = loc if (loc > 0 or not log) else b[0]  # an atom at 0: at the left end
+                twin.vlines(where, 0, mass, color="black", lw=2.5)
+                twin.plot(where, mass, "v", color="black", ms=5)
+                for (label, e), color in zip(eigs.items(), colors):
+                    if laws[label] == mu:
+                        twin.plot(where, np.mean(np.abs(e - loc) <= tol * mu.sigma), "_", color=color, ms=14, mew=2)
+        twin.set_ylim(0, 1.05)
+        twin.set_ylabel("atom mass", fontsize=8)
+        twin.grid(False)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel or ("eigenvalue (log scale)" if log else "eigenvalue"))
+    if legend:
+        ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def density_curves(ax, laws, labels, title: str = "", log: bool = False):
+    """The densities of several laws (``log=True``: the density of ``log x``,
+    ``x rho(x)``, on a logarithmic axis, from ``1e-4 sigma``); each label notes
+    the law's atom at 0. Returns ``ax``."""
+    tops = []
+    for law, label in zip(laws, labels):
+        x = law.grid(300)
+        x = x[x > 1e-4 * law.sigma] if log else x
+        y = x * law.density(x) if log else law.density(x)
+        atoms = "".join(f", atom {m:.2f} at 0" for loc, m in law.atoms() if loc == 0.0)
+        ax.plot(x, y, lw=1.3, label=label + atoms)
+        tops.append(y.max() if log else np.quantile(y, 0.95))
+    ax.set_ylim(0, (1.15 if log else 1.5) * max(tops))
+    if log:
+        ax.set_xscale("log")
+    ax.set_title(title)
+    ax.set_xlabel("eigenvalue (log scale)" if log else "eigenvalue")
+    ax.set_ylabel("density of log(eigenvalue)" if log else "density")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def bound_plot(
+    ax,
+    ns,
+    values: dict,
+    bounds,
+    exponent: float = -0.5,
+    ylabel: str = "",
+    bound_label: str = r"bounds $C/\sqrt{n}$",
+    colors=COLORS,
+):
+    """A distance against ``n`` with the bound ``C n^exponent`` asserted on it, on log-log axes.
+
+    ``values`` is ``{label: array (len(ns), seeds)}`` (markers and line: the
+    mean over seeds; bars: the range); ``bounds`` the constants ``C``, one per
+    series in the same order, each drawn dashed in the series' colour over
+    ``[min(ns) / 1.2, 1.2 max(ns)]``. Returns ``ax``.
+    """
+    grid = np.geomspace(min(ns) / 1.2, max(ns) * 1.2, 20)
+    for (label, v), color in zip(values.items(), colors):
+        v = np.asarray(v, dtype=float).reshape(len(ns), -1)
+        mean = v.mean(1)
+        ax.errorbar(
+            ns, mean, yerr=[mean - v.min(1), v.max(1) - mean], fmt="o-", ms=4, capsize=2, color=color, label=label
+        )
+    for c, color in zip(bounds, colors):
+        ax.plot(grid, c * grid**exponent, "--", color=color, lw=1)
+    ax.plot([], [], "k--", lw=1, label=bound_label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("context length $n$")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    return ax
+
+
+def rate_panels(
+    axes, ns, values: dict, predicted_slope: float, guide_slope: float | None = None, ylabels=None
+) -> list[PowerFit]:
+    """One :func:`rate_plot` per axis: ``values`` is ``{label: array (len(ns), seeds)}``;
+    with ``guide_slope`` a dotted black line of that slope through the geometric
+    mean of the means; the sizes ``ns`` ticked (:func:`label_ns`). Returns the fits."""
+    fits = []
+    ylabels = ylabels or [None] * len(values)
+    for ax, (label, v), ylabel in zip(axes, values.items(), ylabels):
+        fits.append(rate_plot(ax, ns, v, predicted_slope, label))
+        if guide_slope is not None:
+            grid = np.geomspace(ns[0], ns[-1], 20)
+            m = np.asarray(v, dtype=float).reshape(len(ns), -1).mean(axis=1)
+            anchor = np.exp(np.mean(np.log(m)) - guide_slope * np.mean(np.log(ns)))
+            ax.plot(grid, anchor * grid**guide_slope, color="black", ls=":", lw=1.0, label=f"slope ${guide_slope:g}$")
+        label_ns(ax, ns)
+        if ylabel:
+            ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    return fits
+
+
+# --- learning curves ---
+
+__all__ += ["ge_and_mha", "log2_axis", "tex_sci"]
+
+
+def ge_and_mha(
+    ax,
+    x,
+    curve,
+    marks=(),
+    *,
+    color,
+    label: str | None = None,
+    mark_label: str | None = None,
+    offset: float = 1.0,
+    ms: float = 4,
+    **curve_kw,
+):
+    """A GE curve and its softmax markers, in one colour.
+
+    ``curve`` (same length as ``x``) is drawn as a line, with a gap at
+    infinite values (a divergence); ``marks`` is a sequence of
+    ``(x, summary)`` pairs (:class:`gelib.spectra.Summary`), drawn as open
+    circles with their 95 % interval, at ``x * offset`` (to separate two
+    series on a logarithmic axis). Extra keywords go to the line.
+    """
+    y = np.asarray(curve, dtype=float)
+    kw = dict(lw=1.6) | curve_kw
+    ax.plot(x, np.where(np.isfinite(y), y, np.nan), "-", color=color, label=label, **kw)
+    if len(marks):
+        xs, ss = zip(*marks)
+        ax.errorbar(
+            np.asarray(xs, dtype=float) * offset,
+            [s.mean for s in ss],
+            yerr=[s.ci95 for s in ss],
+            fmt="o",
+            ms=ms,
+            capsize=2,
+            color=color,
+            mfc="white",
+            label=mark_label,
+        )
+    return ax
+
+
+def log2_axis(ax, ticks, labels=None) -> None:
+    """A base-2 logarithmic x-axis ticked exactly at ``ticks`` (labels: the values, or ``labels``)."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(ticks), [str(t) for t in ticks] if labels is None else list(labels))
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+
+
+def tex_sci(x: float) -> str:
+    """``x`` in scientific notation for a TeX label, 3 significant digits.
+
+    >>> tex_sci(393216.0)
+    '3.93 \\\\times 10^{5}'
+    >>> tex_sci(2.5)
+    '2.5'
+    """
+    mant, ex = f"{x:.3g}e0".split("e")[:2]
+    return f"{mant} \\times 10^{{{int(ex)}}}" if int(ex) else mant

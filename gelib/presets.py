@@ -41,44 +41,117 @@ class Preset:
 
 _ROWS = [
     # --- the paper's Table 2 / D.2 ------------------------------------------
-    Preset("bert-base", "BERT-base", 512, 768, 12, 12, 64,
-           "Devlin et al. 2019, BERT-base: 12 heads of 64, hidden 768, 512 positions",
-           (1.66, 0.23)),
-    Preset("modernbert-large", "ModernBERT-large", 1024, 1024, 16, 16, 64,
-           "Warner et al. 2024, ModernBERT-large: hidden 1024, 16 heads of 64; "
-           "n capped at d = 1024 as in the paper",
-           (1.37, 0.21)),
-    Preset("dinov3-l16", "DINOv3-L/16", 261, 1024, 16, 16, 64,
-           "Simeoni et al. 2025, DINOv3 ViT-L/16: hidden 1024, 16 heads; "
-           "n = 256 patches + 1 class + 4 register tokens",
-           (2.82, 0.40)),
-    Preset("llada-8b", "LLaDA-8B", 4096, 4096, 32, 32, 128,
-           "Nie et al. 2025, LLaDA-8B: hidden 4096, 32 heads of 128 (no GQA)",
-           (0.92, 0.06)),
-    Preset("gpt3-175b", "GPT-3 175B", 2048, 12288, 96, 96, 128,
-           "Brown et al. 2020, GPT-3 175B: d_model 12288, 96 heads of 128, "
-           "context 2048",
-           (0.62, 0.07)),
-    Preset("falcon-7b", "Falcon-7B", 2048, 4544, 71, 1, 64,
-           "Almazrouei et al. 2023, Falcon-7B: hidden 4544, 71 query heads of 64, "
-           "multi-query attention (one KV head), context 2048",
-           (1.92, 0.46)),
+    Preset(
+        "bert-base",
+        "BERT-base",
+        512,
+        768,
+        12,
+        12,
+        64,
+        "Devlin et al. 2019, BERT-base: 12 heads of 64, hidden 768, 512 positions",
+        (1.66, 0.23),
+    ),
+    Preset(
+        "modernbert-large",
+        "ModernBERT-large",
+        1024,
+        1024,
+        16,
+        16,
+        64,
+        "Warner et al. 2024, ModernBERT-large: hidden 1024, 16 heads of 64; n capped at d = 1024 as in the paper",
+        (1.37, 0.21),
+    ),
+    Preset(
+        "dinov3-l16",
+        "DINOv3-L/16",
+        261,
+        1024,
+        16,
+        16,
+        64,
+        "Simeoni et al. 2025, DINOv3 ViT-L/16: hidden 1024, 16 heads; n = 256 patches + 1 class + 4 register tokens",
+        (2.82, 0.40),
+    ),
+    Preset(
+        "llada-8b",
+        "LLaDA-8B",
+        4096,
+        4096,
+        32,
+        32,
+        128,
+        "Nie et al. 2025, LLaDA-8B: hidden 4096, 32 heads of 128 (no GQA)",
+        (0.92, 0.06),
+    ),
+    Preset(
+        "gpt3-175b",
+        "GPT-3 175B",
+        2048,
+        12288,
+        96,
+        96,
+        128,
+        "Brown et al. 2020, GPT-3 175B: d_model 12288, 96 heads of 128, context 2048",
+        (0.62, 0.07),
+    ),
+    Preset(
+        "falcon-7b",
+        "Falcon-7B",
+        2048,
+        4544,
+        71,
+        1,
+        64,
+        "Almazrouei et al. 2023, Falcon-7B: hidden 4544, 71 query heads of 64, "
+        "multi-query attention (one KV head), context 2048",
+        (1.92, 0.46),
+    ),
     # --- modern GQA and vision models (n capped at d) -------------------------
-    Preset("llama3-8b", "Llama-3-8B", 4096, 4096, 32, 8, 128,
-           "Meta 2024, Llama-3-8B config.json: hidden 4096, 32 heads, 8 KV heads; "
-           "context 8192 capped at d"),
-    Preset("mistral-7b", "Mistral-7B", 4096, 4096, 32, 8, 128,
-           "Jiang et al. 2023, Mistral-7B: hidden 4096, 32 heads, 8 KV heads; "
-           "n capped at d"),
-    Preset("qwen2.5-7b", "Qwen2.5-7B", 3584, 3584, 28, 4, 128,
-           "Qwen team 2024, Qwen2.5-7B config.json: hidden 3584, 28 heads, 4 KV "
-           "heads, head size 128; n capped at d"),
-    Preset("vit-b16", "ViT-B/16", 197, 768, 12, 12, 64,
-           "Dosovitskiy et al. 2021, ViT-B/16 at 224 px: 196 patches + class "
-           "token, hidden 768, 12 heads of 64"),
+    Preset(
+        "llama3-8b",
+        "Llama-3-8B",
+        4096,
+        4096,
+        32,
+        8,
+        128,
+        "Meta 2024, Llama-3-8B config.json: hidden 4096, 32 heads, 8 KV heads; context 8192 capped at d",
+    ),
+    Preset(
+        "mistral-7b",
+        "Mistral-7B",
+        4096,
+        4096,
+        32,
+        8,
+        128,
+        "Jiang et al. 2023, Mistral-7B: hidden 4096, 32 heads, 8 KV heads; n capped at d",
+    ),
+    Preset(
+        "qwen2.5-7b",
+        "Qwen2.5-7B",
+        3584,
+        3584,
+        28,
+        4,
+        128,
+        "Qwen team 2024, Qwen2.5-7B config.json: hidden 3584, 28 heads, 4 KV heads, head size 128; n capped at d",
+    ),
+    Preset(
+        "vit-b16",
+        "ViT-B/16",
+        197,
+        768,
+        12,
+        12,
+        64,
+        "Dosovitskiy et al. 2021, ViT-B/16 at 224 px: 196 patches + class token, hidden 768, 12 heads of 64",
+    ),
 ]
 
-#: Every preset by name: the rows of the paper's Table 2 and further public models.
+#: Every preset by name, the rows of the paper's Table 2 and further public models.
 PRESETS: dict[str, Preset] = {p.name: p for p in _ROWS}
 #: The names of the presets that are rows of the paper's Table 2, in its order.
 TABLE2: tuple[str, ...] = tuple(p.name for p in _ROWS if p.paper_rel_w1 is not None)
@@ -88,9 +161,7 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name.lower()]
     except KeyError:
-        raise ConfigError(
-            f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}"
-        ) from None
+        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
 
 
 def preset_config(name: str, **overrides) -> AttentionConfig:

@@ -11,7 +11,7 @@ reader can override any of them.
 
 from __future__ import annotations
 
-#: The scales a chapter runs at: "ci" (tests), "default" (the CPU book), "paper" (the paper's sizes).
+#: The scales a chapter runs at, "ci" (tests), "default" (the CPU book) and "paper" (the paper's sizes).
 SCALES = ("ci", "default", "paper")
 
 __all__ = ["SCALES", "check_scale", "choose"]

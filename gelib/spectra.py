@@ -186,7 +186,7 @@ def reduced_output_grams(key: jax.Array, u, d_o: int):
     big = m * n
     scale = jnp.sqrt(jnp.asarray(p, u.dtype))
     if big <= p:
-        r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")          # (N, N), U = R^T Q^T
+        r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")  # (N, N), U = R^T Q^T
         if d_o >= big:
             g = _bartlett(key, big, d_o, u.dtype)
         else:

@@ -27,7 +27,11 @@ FRONT = textwrap.dedent("""\
 
 def chapter(body_cells):
     cells = "\n".join(f"```{{code-cell}} ipython3\n{c}\n```\n" for c in body_cells)
-    return FRONT + "\n# A chapter\n\n```{code-cell} ipython3\n:tags: [parameters]\nscale = \"default\"\nseed = 0\n```\n\n" + cells
+    return (
+        FRONT
+        + '\n# A chapter\n\n```{code-cell} ipython3\n:tags: [parameters]\nscale = "default"\nseed = 0\n```\n\n'
+        + cells
+    )
 
 
 @pytest.fixture
@@ -35,20 +39,26 @@ def book(tmp_path):
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
     (tmp_path / "book").mkdir()
     shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
-    (tmp_path / "_toc.yml").write_text(textwrap.dedent("""\
+    (tmp_path / "_toc.yml").write_text(
+        textwrap.dedent("""\
         format: jb-book
         root: book/intro
         chapters:
           - file: book/good
           - file: book/bad
           - file: book/status
-        """))
+        """)
+    )
     (tmp_path / "book" / "intro.md").write_text("# Intro\n\nText.\n")
     (tmp_path / "book" / "status.md").write_text("# Status\n\nplaceholder\n")
-    (tmp_path / "book" / "good.md").write_text(chapter([
-        "from myst_nb import glue\nglue('answer', 6 * 7 if scale == 'ci' else 0, display=False)",
-        "assert scale == 'ci'",
-    ]))
+    (tmp_path / "book" / "good.md").write_text(
+        chapter(
+            [
+                "from myst_nb import glue\nglue('answer', 6 * 7 if scale == 'ci' else 0, display=False)",
+                "assert scale == 'ci'",
+            ]
+        )
+    )
     (tmp_path / "book" / "bad.md").write_text(chapter(["x = 1", "raise RuntimeError('boom ' + scale)"]))
     return tmp_path
 

@@ -60,8 +60,22 @@ def test_bad_input_exits_2_with_a_message(args, message, capsys):
 
 def test_help_explains_every_flag():
     text = run(["compare", "--help"]).stdout
-    for flag in ("--preset", "--n", "--d", "--h", "--h-kv", "--dk", "--dv", "--do", "--beta", "--tie-kv",
-                 "--seeds", "--seed", "--json", "--models"):
+    for flag in (
+        "--preset",
+        "--n",
+        "--d",
+        "--h",
+        "--h-kv",
+        "--dk",
+        "--dv",
+        "--do",
+        "--beta",
+        "--tie-kv",
+        "--seeds",
+        "--seed",
+        "--json",
+        "--models",
+    ):
         assert flag in text
 
 

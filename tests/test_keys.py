@@ -16,12 +16,18 @@ def _data(k):
 
 
 def test_same_seed_and_path_give_the_same_key_in_another_process():
-    code = "import jax, numpy as np; from gelib.keys import stream; print(np.asarray(jax.random.key_data(stream(3, 'sweep', 512, 7))).tolist())"
+    code = (
+        "import jax, numpy as np; from gelib.keys import stream; "
+        "print(np.asarray(jax.random.key_data(stream(3, 'sweep', 512, 7))).tolist())"
+    )
     outs = set()
     for hashseed in ("0", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": hashseed, "JAX_PLATFORMS": "cpu"}
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                check=True).stdout.strip())
+        outs.add(
+            subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        )
     assert len(outs) == 1
     assert outs.pop() == str(list(_data(stream(3, "sweep", 512, 7))))
 

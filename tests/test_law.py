@@ -14,8 +14,17 @@ import scipy.stats
 import gelib.freeprob.solver as solver
 from gelib import AttentionConfig, preset_config
 from gelib.cli import main
-from gelib.freeprob import (ConvergenceError, affine, compress, dirac, ks_to_law, marchenko_pastur,
-                            polynomial, scale, w1_to_law)
+from gelib.freeprob import (
+    ConvergenceError,
+    affine,
+    compress,
+    dirac,
+    ks_to_law,
+    marchenko_pastur,
+    polynomial,
+    scale,
+    w1_to_law,
+)
 from gelib.law import chain, output_covariance_law, output_law, value_law
 
 BERT = preset_config("bert-base")
@@ -24,8 +33,12 @@ TIED = AttentionConfig(n=60, d=60, h=3, d_k=20, d_o=42, beta=0.8, tie_kv=True)
 
 def narayana_moments(c, k):
     """Moments of MP with ratio c (mean 1): sum_j N(k, j) c^(j-1)."""
-    return np.array([sum(math.comb(m, j) * math.comb(m, j - 1) / m * c ** (j - 1)
-                         for j in range(1, m + 1)) for m in range(1, k + 1)])
+    return np.array(
+        [
+            sum(math.comb(m, j) * math.comb(m, j - 1) / m * c ** (j - 1) for j in range(1, m + 1))
+            for m in range(1, k + 1)
+        ]
+    )
 
 
 def mp_density(x, c):
@@ -66,17 +79,17 @@ def ge_spectrum(rng, cfg):
 
 # --- closed forms -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("c", [0.3, 1.0, 2.5])
 def test_marchenko_pastur_closed_form_and_solver(c):
     s = 1.7
     closed = marchenko_pastur(c, s)
-    solved = scale(compress(dirac(1.0), 1 / c), c * s)          # the same law, by Newton
+    solved = scale(compress(dirac(1.0), 1 / c), c * s)  # the same law, by Newton
     a, b = s * (1 - math.sqrt(c)) ** 2, s * (1 + math.sqrt(c)) ** 2
     x = np.linspace(a, b, 203)[1:-1]
     want = mp_density(x / s, c) / s
     for law in (closed, solved):
-        np.testing.assert_allclose(law.moments(6), narayana_moments(c, 6) * s ** np.arange(1, 7),
-                                   rtol=1e-13)
+        np.testing.assert_allclose(law.moments(6), narayana_moments(c, 6) * s ** np.arange(1, 7), rtol=1e-13)
         np.testing.assert_allclose(law.density(x), want, rtol=1e-9, atol=1e-12 * want.max())
         assert law.edges() == [pytest.approx((a, b), rel=1e-12, abs=1e-14)]
         assert law.atoms() == ([(0.0, pytest.approx(1 - 1 / c, abs=1e-15))] if c > 1 else [])
@@ -89,8 +102,15 @@ def test_free_poisson_product_moments_and_cubic():
     inversion of chi(u) = u / ((1+u)(1+au)(1+bu)); density from that cubic."""
     a, b = 0.5, 0.25
     law = compress(marchenko_pastur(a), b)
-    want = [sum(math.comb(k, i) * math.comb(k, j) * math.comb(k, k - 1 - i - j) * a**j * b ** (k - 1 - i - j)
-                for i in range(k) for j in range(k - i)) / k for k in range(1, 8)]
+    want = [
+        sum(
+            math.comb(k, i) * math.comb(k, j) * math.comb(k, k - 1 - i - j) * a**j * b ** (k - 1 - i - j)
+            for i in range(k)
+            for j in range(k - i)
+        )
+        / k
+        for k in range(1, 8)
+    ]
     np.testing.assert_allclose(law.moments(7) / b, want, rtol=1e-13)
     assert law.atoms() == [(0.0, pytest.approx(1 - b))]
     x = np.linspace(*law.edges()[0], 302)[1:-1]
@@ -106,8 +126,9 @@ def test_s_transform_is_multiplicative():
     u = np.array([-0.6, -0.3, -0.05])
     np.testing.assert_allclose(marchenko_pastur(c).s_transform(u).real, 1 / (1 + c * u), rtol=1e-10)
     # compression: S_B(u) = S_A(u / lam) / (lam + u), S_MP(a) = 1 / (1 + a u)
-    np.testing.assert_allclose(compress(marchenko_pastur(a), b).s_transform(u * b).real,
-                               1 / ((1 + a * u) * (b + b * u)), rtol=1e-9)
+    np.testing.assert_allclose(
+        compress(marchenko_pastur(a), b).s_transform(u * b).real, 1 / ((1 + a * u) * (b + b * u)), rtol=1e-9
+    )
     assert marchenko_pastur(c).s_transform(0.0) == pytest.approx(1.0)
 
 
@@ -116,17 +137,18 @@ def test_affine_and_polynomial_push_forward():
     x = np.linspace(0.3, 2.4, 7)
     shifted = affine(marchenko_pastur(c), 2.0, 0.5)
     np.testing.assert_allclose(shifted.density(2 * x + 0.5), mp_density(x, c) / 2, rtol=1e-10)
-    sq = polynomial(marchenko_pastur(c), [0.0, 1.0, 3.0])            # X + 3 X^2, increasing
+    sq = polynomial(marchenko_pastur(c), [0.0, 1.0, 3.0])  # X + 3 X^2, increasing
     m = narayana_moments(c, 4)
     assert sq.moments(2)[0] == pytest.approx(m[0] + 3 * m[1])
     assert sq.moments(2)[1] == pytest.approx(m[1] + 6 * m[2] + 9 * m[3])
     y = x + 3 * x**2
     np.testing.assert_allclose(sq.density(y), mp_density(x, c) / (1 + 6 * x), rtol=1e-10)
     with pytest.raises(NotImplementedError):
-        polynomial(sq, [0.0, 0.0, 1.0])                               # degree 4
+        polynomial(sq, [0.0, 0.0, 1.0])  # degree 4
 
 
 # --- the attention chain --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cfg", [BERT, BERT.replace(tie_kv=True), TIED], ids=["bert", "bert-tied", "tied"])
 def test_first_moment(cfg):
@@ -136,7 +158,7 @@ def test_first_moment(cfg):
 
 def test_sharing_keeps_the_law_and_tying_changes_it():
     unshared = AttentionConfig(n=70, d=70, h=6, d_k=14, d_v=10, d_o=50)
-    laws = [output_law(unshared.replace(h_kv=g)) for g in (6, 3, 1)]   # none, GQA, MQA
+    laws = [output_law(unshared.replace(h_kv=g)) for g in (6, 3, 1)]  # none, GQA, MQA
     assert laws[0] == laws[1] == laws[2]
     x = laws[0].grid(50)
     np.testing.assert_array_equal(laws[2].density(x), laws[0].density(x))
@@ -154,45 +176,45 @@ def test_chain_levels():
     assert output_law(BERT.replace(d_o=256)).atoms() == [(0.0, pytest.approx(0.5))]
 
 
-@pytest.mark.parametrize("law", [
-    output_law(BERT),                                       # soft edges
-    output_covariance_law(BERT),                            # x^-1/2 at 0
-    output_law(preset_config("llada-8b")),                  # two square steps: x^-2/3 at 0
-    output_law(TIED),                                       # K=V tied, atom 0.3 at 0
-], ids=["bert", "bert-mu_vo", "llada", "tied"])
+@pytest.mark.parametrize(
+    "law",
+    [
+        output_law(BERT),  # soft edges
+        output_covariance_law(BERT),  # x^-1/2 at 0
+        output_law(preset_config("llada-8b")),  # two square steps: x^-2/3 at 0
+        output_law(TIED),  # K=V tied, atom 0.3 at 0
+    ],
+    ids=["bert", "bert-mu_vo", "llada", "tied"],
+)
 def test_moments_from_density_by_quadrature(law):
     k = np.arange(5)[:, None]
-    by_quad = quad_density(law, lambda x: x**k) + np.array([sum(m * x**j for x, m in law.atoms())
-                                                           for j in range(5)])
+    by_quad = quad_density(law, lambda x: x**k) + np.array([sum(m * x**j for x, m in law.atoms()) for j in range(5)])
     np.testing.assert_allclose(by_quad, np.concatenate([[1.0], law.moments(4)]), rtol=1e-9)
     assert law.cdf(law.edges()[-1][1]) == pytest.approx(1.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("law", [output_law(BERT), output_law(TIED)], ids=["bert", "tied"])
 def test_spectral_functionals(law):
-    np.testing.assert_allclose(law.integrate(lambda x: x[None] ** np.arange(1, 5)[:, None]),
-                               law.moments(4), rtol=1e-10)
+    np.testing.assert_allclose(law.integrate(lambda x: x[None] ** np.arange(1, 5)[:, None]), law.moments(4), rtol=1e-10)
     t = np.array([0.1, 1.0, 10.0]) / law.moments(1)[0]
     atoms = sum(m for x, m in law.atoms() if x == 0)
     decay = law.integrate(lambda x: np.exp(-t[:, None] * x))
-    np.testing.assert_allclose(decay, quad_density(law, lambda x: np.exp(-t[:, None] * x)) + atoms,
-                               rtol=1e-10)
+    np.testing.assert_allclose(decay, quad_density(law, lambda x: np.exp(-t[:, None] * x)) + atoms, rtol=1e-10)
     noise = law.integrate(lambda x: np.expm1(-t[:, None] * x) ** 2 / x, phi0=np.zeros(3))
-    np.testing.assert_allclose(noise, quad_density(law, lambda x: np.expm1(-t[:, None] * x) ** 2 / x),
-                               rtol=1e-10)
+    np.testing.assert_allclose(noise, quad_density(law, lambda x: np.expm1(-t[:, None] * x) ** 2 / x), rtol=1e-10)
     if atoms:
         with pytest.raises(ValueError, match="phi0"):
             with np.errstate(divide="ignore", invalid="ignore"):
                 law.integrate(lambda x: np.expm1(-x) ** 2 / x)
 
 
-@pytest.mark.parametrize("law", [value_law(BERT), compress(marchenko_pastur(0.5), 0.25)],
-                         ids=["bert-mu_v", "atom"])
+@pytest.mark.parametrize("law", [value_law(BERT), compress(marchenko_pastur(0.5), 0.25)], ids=["bert-mu_v", "atom"])
 def test_contour_integrals(law):
     """The contour method (off the real axis) against the exact moments and the
     default quadrature (on the real axis)."""
-    np.testing.assert_allclose(law.integrate(lambda x: x[None] ** np.arange(1, 5)[:, None], method="contour"),
-                               law.moments(4), rtol=1e-9)
+    np.testing.assert_allclose(
+        law.integrate(lambda x: x[None] ** np.arange(1, 5)[:, None], method="contour"), law.moments(4), rtol=1e-9
+    )
     t = np.array([0.3, 3.0, 30.0]) / law.moments(1)[0]
     phi = lambda x: x * np.exp(-2 * t[:, None] * x)  # noqa: E731
     np.testing.assert_allclose(law.integrate(phi, method="contour"), law.integrate(phi), rtol=1e-9)
@@ -205,14 +227,13 @@ def test_functionals_with_a_hard_edge_and_large_times():
     assert law.edges()[0][0] == 0.0 and law.atoms() == []
     t = np.geomspace(1e-2, 1e4, 7) / law.moments(1)[0]
     got = law.integrate(lambda x: x * np.exp(-2 * t[:, None] * x))
-    np.testing.assert_allclose(got, quad_density(law, lambda x: x * np.exp(-2 * t[:, None] * x), nodes=600),
-                               rtol=1e-8)
+    np.testing.assert_allclose(got, quad_density(law, lambda x: x * np.exp(-2 * t[:, None] * x), nodes=600), rtol=1e-8)
     assert np.all(np.diff(got) < 0) and got[-1] > 0
 
 
 def test_cdf_and_quantile():
     law = output_law(TIED)
-    (lo, hi), = law.edges()
+    ((lo, hi),) = law.edges()
     assert law.cdf(lo - 1e-9) == pytest.approx(0.3) and law.cdf(-1e-9) == 0.0
     x = np.linspace(lo, hi, 9)[1:-1]
     s, w = np.polynomial.legendre.leggauss(200)
@@ -228,7 +249,7 @@ def test_cdf_and_quantile():
 def test_distances_to_a_law():
     law = output_law(BERT)
     n = 400
-    sample = law.quantile((np.arange(n) + 0.5) / n)                  # the best n-point sample
+    sample = law.quantile((np.arange(n) + 0.5) / n)  # the best n-point sample
     assert ks_to_law(sample, law) == pytest.approx(0.5 / n, rel=1e-8)
     fine = law.quantile((np.arange(200_000) + 0.5) / 200_000)
     rng = np.random.default_rng(3)
@@ -241,7 +262,7 @@ def test_failure_is_reported(monkeypatch):
     law = output_law(TIED)
     with pytest.raises(ConvergenceError, match="residual"):
         law.stieltjes(np.array([1.0 + 1j, np.nan]))
-    monkeypatch.setattr(solver, "_RES_TOL", -1.0)                     # nothing can pass
+    monkeypatch.setattr(solver, "_RES_TOL", -1.0)  # nothing can pass
     with pytest.raises(ConvergenceError, match="1 of 1 points"):
         law.stieltjes(2.0)
 
@@ -279,6 +300,7 @@ def test_simulated_spectra_match_the_law(name):
 
 # --- command line ----------------------------------------------------------------------------
 
+
 def test_cli_json(capsys):
     assert main(["law", "--preset", "bert-base", "--moments", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -303,8 +325,12 @@ def test_cli_table_and_errors(capsys):
 
 
 def test_cli_module_entry_point():
-    res = subprocess.run([sys.executable, "-m", "gelib", "law", "--preset", "bert-base", "--moments", "4",
-                          "--json"], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "gelib", "law", "--preset", "bert-base", "--moments", "4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["moments"][0] == pytest.approx(BERT.first_moment, rel=1e-13)
 

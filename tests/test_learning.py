@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.integrate
 import scipy.optimize
+import scipy.stats
 
 from gelib import AttentionConfig
 from gelib import learning as L
@@ -46,7 +47,8 @@ def test_functionals_match_simulated_gradient_flow(d_o):
     # the loss ratio of the means is a ratio of two averages: compare with the
     # delta-method bound of both
     assert abs(losses.mean() / loss0.mean() - L.training_loss(ev, t)[0]) < 4 * (
-        losses.std() / losses.mean() + loss0.std() / loss0.mean()) / math.sqrt(reps)
+        losses.std() / losses.mean() + loss0.std() / loss0.mean()
+    ) / math.sqrt(reps)
 
 
 def test_end_of_training_and_start():
@@ -75,7 +77,8 @@ def test_arrival_time_closed_form(c):
     # a law with an atom at 0: 3/4 of MP(4) sits at 0, and MP(1/4) has the same nonzero part
     # (the nonzero eigenvalues of X X^T / N and X^T X / N coincide), scaled by 1/4
     assert L.arrival_time(marchenko_pastur(4.0, c), 0.1) == pytest.approx(
-        L.arrival_time(marchenko_pastur(0.25, 4 * c), 0.1), rel=1e-9)
+        L.arrival_time(marchenko_pastur(0.25, 4 * c), 0.1), rel=1e-9
+    )
 
 
 def test_arrival_time_two_point_spectrum():
@@ -93,7 +96,7 @@ def mp_arrival_by_quad(c, eps):
     """Arrival time on MP(c) from its closed-form density (scipy quad), independent of gelib."""
     a, b = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
 
-    def loss(t):   # int x e^{-2tx} rho(x) dx / m1 with m1 = 1, x rho(x) = sqrt((b-x)(x-a)) / (2 pi c)
+    def loss(t):  # int x e^{-2tx} rho(x) dx / m1 with m1 = 1, x rho(x) = sqrt((b-x)(x-a)) / (2 pi c)
         f = lambda x: math.exp(-2 * t * x) / (2 * math.pi * c)  # noqa: E731
         return scipy.integrate.quad(f, a, b, weight="alg", wvar=(0.5, 0.5), epsabs=1e-16, epsrel=1e-12)[0]
 
@@ -119,7 +122,7 @@ def test_arrival_time_law_against_sampled_spectra(c):
     devs = []
     for _ in range(reps):
         x = rng.normal(size=(p, n_cols))
-        ev = np.linalg.eigvalsh(x @ x.T / n_cols)      # p - n_cols exact zeros when c > 1
+        ev = np.linalg.eigvalsh(x @ x.T / n_cols)  # p - n_cols exact zeros when c > 1
         devs.append(L.arrival_time(ev, 0.1) / ref - 1)
     devs = np.array(devs)
     assert np.abs(devs).max() < 8 / p
@@ -136,13 +139,13 @@ def test_arrival_time_errors():
     with pytest.raises(ValueError, match="negative|< 0"):
         L.arrival_time(np.array([-0.5, 1.0, 2.0]), 0.1)
     with pytest.raises(ValueError, match="still"):
-        L.arrival_time(np.ones(3), 0.1, t_max=0.5)      # arrival at log(10) / 2 = 1.15
+        L.arrival_time(np.ones(3), 0.1, t_max=0.5)  # arrival at log(10) / 2 = 1.15
     # a thousandth of the weight l dmu on eigenvalues 1e-3 of the mean: L(t) / L(0) stays
     # near 1e-3 > epsilon until t ~ 1e3 / m1, beyond a t_max of 1e2 / m1
-    ev = np.r_[1.0, np.full(500, 1e-3 / 500)]                      # m1 ~ 2e-3, small ones 2e-6
+    ev = np.r_[1.0, np.full(500, 1e-3 / 500)]  # m1 ~ 2e-3, small ones 2e-6
     with pytest.raises(ValueError, match="far below the mean"):
         L.arrival_time(ev, 1e-4, t_max=1e2 / ev.mean())
-    assert L.arrival_time(ev, 1e-4) > 1e2 / ev.mean()              # the default t_max reaches it
+    assert L.arrival_time(ev, 1e-4) > 1e2 / ev.mean()  # the default t_max reaches it
     assert L.arrival_time(np.ones(3), 0.1, t_max=2.0) == pytest.approx(math.log(10) / 2)
 
 
@@ -166,13 +169,13 @@ def test_arrival_time_is_cheap(scale):
         law = CountingLaw(marchenko_pastur(0.5, scale))
         t = L.arrival_time(law, eps)
         assert L.training_loss(law.law, t)[0] == pytest.approx(eps, rel=1e-9)
-        assert law.calls <= 60          # two per loss evaluation: bracketing plus Brent's method
+        assert law.calls <= 60  # two per loss evaluation: bracketing plus Brent's method
 
 
 def test_parameter_counts_reproduce_table_d3():
     base = AttentionConfig(n=4096, d=4096, h=32, d_k=64, d_o=36864)
     budget = L.n_params(base)
-    assert budget == pytest.approx(1.007e8, rel=1e-3)  # MATH.md section 5
+    assert budget == pytest.approx(1.007e8, rel=1e-3)  # h d d_K + h_KV d (d_K + d_V) + h d_V d_O
     path = L.fixed_budget_path(base, [32, 120])
     assert [p.cfg.d_o for p in path] == [36864, 819]  # Table D.3, fixed budget: d_O 819-36864
     fig3a = AttentionConfig(n=4096, d=4096, h=64, d_k=64, d_o=8192)
@@ -181,3 +184,406 @@ def test_parameter_counts_reproduce_table_d3():
     tied = AttentionConfig(n=4096, d=8192, h=8, d_k=256, d_o=2048, tie_kv=True)
     gqa = tied.replace(tie_kv=False, h_kv=4)
     assert L.n_params(tied) == L.n_params(gqa)  # Figure 3(b): equal widths and parameter count
+
+
+# --- scaled layers and tables -------------------------------------------------------------
+
+
+def test_scaled_count():
+    assert L.scaled_count(64, 1 / 16) == 4
+    assert L.scaled_count(120, 1 / 8) == 15
+    assert L.scaled_count(32, 2.0) == 64
+    with pytest.raises(ValueError, match="not an integer"):
+        L.scaled_count(120, 1 / 16)  # 7.5
+    with pytest.raises(ValueError, match=">= 2"):
+        L.scaled_count(16, 1 / 16, minimum=2)  # 1 < 2
+
+
+def test_scale_note():
+    assert L.scale_note("ci", 256) == "scale: ci, n = 256 (Table D.3 × 1/16)"
+    assert L.scale_note("paper", 4096) == "scale: paper, n = 4096 (Table D.3 × 1)"
+    assert L.scale_note("paper", 8192) == "scale: paper, n = 8192 (Table D.3 × 2)"
+
+
+def table_cells(md):
+    """The body rows of a Markdown table, as lists of stripped cells."""
+    lines = md.splitlines()
+    assert set(lines[1]) <= set("|-")
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def test_layer_table_rows_and_counts():
+    a = AttentionConfig(n=64, d=64, h=4, d_k=16, d_o=128)
+    b = a.replace(h_kv=1)
+    t = AttentionConfig(n=64, d=128, h=2, d_k=16, d_o=32, tie_kv=True)
+    rows = table_cells(L.layer_table({"one": [a, b], "two": [t]}))
+    assert [r[0] for r in rows] == ["one", "one", "two"]
+    assert rows[1][1:6] == ["4", "1", "16", "no", "128"]
+    assert rows[2][4] == "yes"
+    # N_par by hand: queries h d d_K, keys and values h_KV d (d_K + d_V) (d_K when tied), output h d_V d_O
+    assert rows[1][6] == f"{4 * 64 * 16 + 1 * 64 * 32 + 4 * 16 * 128:,}"
+    assert rows[2][6] == f"{2 * 128 * 16 + 2 * 128 * 16 + 2 * 16 * 32:,}"
+
+
+def test_range_table_spans():
+    path = [p.cfg for p in L.fixed_output_path(AttentionConfig(n=64, d=64, h=2, d_k=16, d_o=32), [2, 3, 4])]
+    rows = table_cells(L.range_table({"path": path, "single": path[:1]}))
+    assert rows[0][:6] == ["path", "64", "64", "2-4", "16", "16"]
+    assert rows[0][6] == "0.5-1"  # h d_V / n from 32/64 to 64/64
+    assert rows[0][7] == "0.5"  # d_O / n fixed
+    assert rows[1][3] == "2" and rows[1][8] == f"{L.n_params(path[0]):.3g}"
+
+
+# --- limit laws, softmax spectra and markers ------------------------------------------------
+
+
+class ScaledMomentsLaw:
+    """A law whose reported exact moments are off by a factor: the quadrature check must see it."""
+
+    def __init__(self, law, factor):
+        self.law, self.factor = law, factor
+
+    def moments(self, k):
+        return self.law.moments(k) * self.factor
+
+    def __getattr__(self, name):
+        return getattr(self.law, name)
+
+
+def test_quadrature_error_sees_wrong_moments():
+    law = marchenko_pastur(0.5)
+    assert L.quadrature_error(law) < 1e-12
+    # m_1, m_2 reported 1 % too large: the quadrature misses them by 1 - 1/1.01
+    assert L.quadrature_error(ScaledMomentsLaw(law, 1.01)) == pytest.approx(1 - 1 / 1.01, rel=1e-9)
+    # an atom at 0 (MP with ratio 2: mass 1/2 there) is counted in the total mass
+    assert L.quadrature_error(marchenko_pastur(2.0)) < 1e-12
+
+
+def test_limit_laws_cache_check_and_mean():
+    calls = []
+
+    def law_fn(cfg):
+        calls.append(cfg)
+        from gelib.law import output_law
+
+        return output_law(cfg)
+
+    laws = L.LimitLaws(1e-9, law_fn=law_fn)
+    cfgs = [
+        AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512),
+        AttentionConfig(n=256, d=512, h=4, d_k=32, d_o=128, tie_kv=True),
+        AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512, beta=1.5),
+    ]
+    for c in cfgs:
+        assert laws(c) is laws(c)
+        # the exact mean eigenvalue against its closed form (e^{b^2} - 1 (+ b^2 n / d_K tied)) d_O / n
+        assert laws.mean(c) == pytest.approx(c.first_moment, rel=1e-12)
+    assert calls == cfgs and len(laws) == 3
+    assert 0 < laws.max_error < 1e-9 and laws.max_error == max(laws.errors.values())
+    bad = L.LimitLaws(1e-9, law_fn=lambda c: ScaledMomentsLaw(marchenko_pastur(0.5), 1.001))
+    with pytest.raises(ValueError, match="misses the exact moments"):
+        bad(cfgs[0])
+    assert len(bad) == 0 and L.LimitLaws().max_error == 0.0
+
+
+def test_softmax_spectra_use_the_named_stream():
+    import jax
+
+    from gelib.keys import tag
+    from gelib.spectra import model_spectra
+
+    cfg = AttentionConfig(n=32, d=32, h=2, d_k=16, d_o=48)
+    key = jax.random.key(3)
+    mha = L.SoftmaxSpectra(key, seeds=2)
+    ev = mha(cfg, "panel", 7)
+    assert ev.shape == (2, 32)
+    # the stream by hand: fold_in of each path element's tag
+    direct = model_spectra(
+        jax.random.fold_in(jax.random.fold_in(key, tag("panel")), 7), cfg, ("mha",), 2, progress=False
+    )["mha"]
+    np.testing.assert_array_equal(ev, direct)
+    assert mha(cfg, "another", 1) is ev and len(mha) == 1  # simulated once per layer
+    # mean eigenvalue of the softmax layer near its limit (e - 1) d_O / n, up to the finite-size shift
+    assert ev.mean() == pytest.approx(cfg.first_moment, rel=0.3)
+    other = mha(cfg.replace(d_o=24), "panel", 7)
+    assert len(mha) == 2 and other.shape == (2, 32)
+
+
+def test_marker_table_tolerance_rule():
+    t = L.MarkerTable(c_tol=2.0, ci_factor=2.5)
+    v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
+    s = t.add("a", "close", 400, 1.0, v)
+    # the summary is the Student-t interval of the per-seed values
+    lo, hi = scipy.stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=scipy.stats.sem(v))
+    assert s.mean == pytest.approx(v.mean()) and s.ci95 == pytest.approx((hi - lo) / 2)
+    t.add("a", "biased", 400, 1.0, [1.09, 1.091, 1.089])  # 9 % off, tiny CI: within 2 / sqrt(400) = 10 %
+    t.add("b", "far", 100, -2.0, [-2.5, -2.5001, -2.4999])  # 25 % off, tolerance 2 / sqrt(100) = 20 %
+    m0, m1, m2 = t.markers
+    assert m0.deviation == pytest.approx(0.0, abs=1e-15)
+    assert t.tolerance(m0) == pytest.approx(2.5 * s.ci95)  # the statistical term wins (ci 0.124)
+    assert t.tolerance(m1) == pytest.approx(0.1)  # the finite-n term wins
+    assert m1.deviation == pytest.approx(0.09) and m2.deviation == pytest.approx(0.25)
+    assert t.tolerance(m2) == pytest.approx(0.2)
+    assert t.bad() == [m2]
+    assert t.worst == pytest.approx(0.25 / 0.2)
+    assert t.within_ci == 1  # only the first is within 2.5 ci
+    assert t.max_deviation == pytest.approx(0.25)
+    rows = table_cells(t.markdown())
+    assert len(rows) == 3 and rows[2][:4] == ["b", "far", "100", "-2"] and rows[2][5:] == ["25.00 %", "20.00 %"]
+    assert len(t) == 3
+
+
+def test_marker_table_measure():
+    t = L.MarkerTable()
+    law = marchenko_pastur(0.5)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(4, 100, 200))
+    ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 200)  # (seeds, n), MP(0.5)
+    s = t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), law, ev)
+    m = t.markers[0]
+    assert m.n == 100 and m.ge == L.arrival_time(law, 0.1)
+    assert s.mean == pytest.approx(np.mean([L.arrival_time(e, 0.1) for e in ev]))
+    assert not t.bad()  # sampled MP falls on its law
+
+
+def test_marker_table_curve_and_summary():
+    t = L.MarkerTable(c_tol=2.0)
+    law = marchenko_pastur(0.5)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 64, 128))
+    ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 128)
+    times = np.array([0.1, 0.5, 2.0])
+    pairs = t.measure_curve("a", "mp", times, lambda mu: L.training_loss(mu, times), law, ev)
+    assert [p[0] for p in pairs] == list(times)
+    assert [m.label for m in t.markers] == ["mp, t=0.1", "mp, t=0.5", "mp, t=2"]
+    for j, (_, s) in enumerate(pairs):
+        assert t.markers[j].ge == pytest.approx(L.training_loss(law, times[j])[0], rel=1e-12)
+        assert s.mean == pytest.approx(np.mean([L.training_loss(e, times[j])[0] for e in ev]), rel=1e-12)
+    summary = t.summary()
+    assert summary == {"markers": 3, "worst": t.worst, "within-ci": t.within_ci, "worst-dev": 100 * t.max_deviation}
+
+
+# --- the readout problem on one layer ----------------------------------------------------
+
+
+def test_width_boundaries():
+    base = AttentionConfig(n=64, d=64, h=2, d_k=16, d_o=32)  # widths n = 64, d_O = 32, h d_V = 32
+    assert L.on_width_boundary(base)  # h d_V = d_O < n
+    assert not L.on_width_boundary(base.replace(d_o=48))  # 32 < 48 < 64
+    assert L.on_width_boundary(base.replace(h=4, h_kv=4, d_o=128))  # h d_V = n < d_O
+    assert L.on_width_boundary(base.replace(h=8, h_kv=8, d_o=64))  # d_O = n < h d_V
+    assert not L.on_width_boundary(base.replace(h=8, h_kv=8, d_o=32))  # d_O alone is smallest
+
+
+def test_readout_error_end_of_training_without_noise_counts_the_rank():
+    # sigma = 0, t = inf: every seen direction is learned, so the error is 1 - rank(Y) / d_O
+    # with rank(Y) = min(n, d_O, h d_V) (the chapter's exercise), on the limit law
+    from gelib.law import output_law
+
+    for h, d_o in [(2, 48), (2, 128), (8, 32), (3, 200)]:
+        cfg = AttentionConfig(n=64, d=64, h=h, d_k=16, d_o=d_o)
+        expected = 1 - min(cfg.n, cfg.d_o, cfg.h * cfg.d_v) / cfg.d_o
+        assert L.readout_error(output_law(cfg), cfg, math.inf, 0.0) == pytest.approx(expected, abs=1e-9)
+    # on a width boundary the noise term diverges: inf without touching mu
+    cfg = AttentionConfig(n=64, d=64, h=2, d_k=16, d_o=32)
+    assert L.readout_error(None, cfg, math.inf, 0.5) == math.inf
+    # at a finite time it is the coefficient error itself
+    ev = np.array([0.0, 0.3, 1.0, 2.0])
+    cfg4 = AttentionConfig(n=4, d=4, h=1, d_k=2, d_o=3)
+    assert L.readout_error(ev, cfg4, 2.0, 0.5) == L.coefficient_error(ev, 2.0, 4, 3, 0.5)[0]
+
+
+def test_path_errors_and_spread_off_boundary():
+    from gelib.law import output_law
+
+    points = L.fixed_output_path(AttentionConfig(n=64, d=64, h=1, d_k=16, d_o=32), range(1, 7))
+    cur = L.path_errors(points, output_law, {"end": math.inf, "early": 3.0}, 0.5)
+    assert list(cur["h"]) == [1, 2, 3, 4, 5, 6] and set(cur["d_o"]) == {32}
+    assert cur["bounds"] == [2]  # h d_V = d_O = 32
+    assert math.isinf(cur["end"][1]) and np.isfinite(np.delete(cur["end"], 1)).all()
+    for p, e in zip(points, cur["early"]):
+        assert e == L.coefficient_error(output_law(p.cfg), 3.0, 64, 32, 0.5)[0]
+    picked = L.spread_off_boundary(points, 3)
+    assert [p.cfg.h for p in picked] == [1, 4, 6]  # first, middle, last of 1, 3..6
+    assert [p.cfg.h for p in L.spread_off_boundary(points, 1)] == [6]
+    assert [p.cfg.h for p in L.spread_off_boundary(points, 9)] == [1, 3, 4, 5, 6]
+
+
+def test_simulate_readout_against_the_ode_and_least_squares():
+    import scipy.integrate
+
+    rng = np.random.default_rng(5)
+    n, d_o, sigma = 7, 5, 0.3
+    y = rng.normal(size=(n, d_o)) @ np.diag([1.0, 0.5, 2.0, 0.0, 1.0])  # one dead feature: a null direction
+    th = rng.normal(size=(1, d_o))
+    eps = rng.normal(size=(1, n))
+    target = (th @ y.T + sigma * eps)[0]
+
+    def flow(_, theta):
+        return -y.T @ (y @ theta - target) / n
+
+    for t in (0.3, 2.0):
+        ode = scipy.integrate.solve_ivp(flow, (0, t), np.zeros(d_o), rtol=1e-11, atol=1e-13).y[:, -1]
+        loss, err = L.simulate_readout(y, th, eps, sigma, t)
+        assert err[0] == pytest.approx(np.sum((ode - th[0]) ** 2), rel=1e-8)
+        assert loss[0] == pytest.approx(np.sum((y @ ode - target) ** 2) / (2 * n), rel=1e-8)
+    # t = inf: the minimum-norm least-squares fit
+    lstsq = np.linalg.lstsq(y, target, rcond=None)[0]
+    _, err = L.simulate_readout(y, th, eps, sigma, math.inf)
+    assert err[0] == pytest.approx(np.sum((lstsq - th[0]) ** 2), rel=1e-9)
+
+
+def test_teacher_errors_estimate_the_coefficient_error():
+    import jax
+
+    rng = np.random.default_rng(6)
+    n, d_o, sigma, t, reps = 40, 30, 0.5, 3.0, 4000
+    y = rng.normal(size=(n, d_o))
+    errs = L.teacher_errors(jax.random.key(0), y, t, sigma, reps)
+    assert errs.shape == (reps,)
+    expected = L.coefficient_error(np.linalg.eigvalsh(y @ y.T / n), t, n, d_o, sigma)[0]
+    assert abs(errs.mean() - expected) < 4 * errs.std() / math.sqrt(reps)
+    np.testing.assert_array_equal(errs, L.teacher_errors(jax.random.key(0), y, t, sigma, reps))
+    assert not np.array_equal(errs, L.teacher_errors(jax.random.key(1), y, t, sigma, reps))
+
+
+def test_unit_crossings():
+    grid = np.linspace(0.5, 7.0, 14)
+    f = lambda x: math.exp(math.sin(x))  # noqa: E731    crosses 1 at pi and 2 pi
+    values = np.array([f(x) for x in grid])
+    rough = L.unit_crossings(grid, values)
+    assert [c.residual for c in rough] == [None, None]
+    assert [c.x for c in rough] == pytest.approx([math.pi, 2 * math.pi], abs=1e-2)  # spline through 14 points
+    polished = L.unit_crossings(grid, values, exact=f)
+    assert [c.x for c in polished] == pytest.approx([math.pi, 2 * math.pi], abs=1e-7)
+    assert all(abs(c.residual) < 1e-9 for c in polished)
+    # a curve that only touches 1 (within the touch band) does not cross it
+    touching = np.exp(1e-4 * np.sin(grid))
+    assert L.unit_crossings(grid, touching) == []
+    assert L.unit_crossings(grid, np.full(grid.size, 2.0)) == []
+
+
+def test_compare_paths():
+    h_fo = np.array([1, 2, 3, 4, 5, 6])
+    err_fo = np.array([0.5, np.inf, 0.4, 0.3, 0.3, 0.3])
+    h_fb = np.array([2, 3, 4, 5, 6, 7])
+    err_fb = np.array([0.9, 0.5, 0.35, 0.2, 0.1, 0.05])
+    d_o = np.array([90, 60, 40, 30, 20, 10])
+    f = L.compare_paths(h_fo, err_fo, h_fb, err_fb, d_o)
+    # common h: 2..6; the budget path wins at 2 (the other is infinite), loses at 3, 4, wins from 5 on
+    assert f["tail"] == 5 and f["tail_do"] == 30
+    assert f["local"] == [2] and f["nlocal"] == 1
+    assert (f["best_fo"], f["min_fo"]) == (4, 0.3)  # first of the smallest finite errors
+    assert (f["best_fb"], f["min_fb"]) == (7, 0.05)
+    # losing at the last common point: no tail; winning everywhere: the tail is the first common point
+    assert L.compare_paths(h_fo, err_fo, h_fb, np.r_[err_fb[:-2], 0.5, 0.5], d_o)["tail"] is None
+    assert L.compare_paths(h_fo, err_fo, h_fb, err_fb / 100, d_o)["tail"] == 2
+
+
+def test_error_map_grid():
+    hs, d_os = L.error_map_grid(512, 2, 16.0, 2, 0.5)
+    assert 512 // 64 in hs and np.all(np.diff(hs) == 2) and hs[0] >= 2 and hs[-1] <= 16
+    assert 512 in d_os and np.all(np.diff(np.log2(d_os / 512)) == pytest.approx(0.5, abs=0.01))
+    assert d_os[0] / 512 >= 2**-2.75 * 0.99 and d_os[-1] / 512 <= 2**3.5 * 1.01
+    hs3, _ = L.error_map_grid(256, 1, 8.0, 3, 1.5)
+    assert 4 in hs3 and np.all(np.diff(hs3) == 3) and hs3.min() >= 1
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agg():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+def summary(mean, ci):
+    from gelib.spectra import Summary
+
+    return Summary(mean, ci, ci, 3)
+
+
+def test_ge_and_mha_draws_the_curve_and_the_markers(agg):
+    from gelib.plotting import ge_and_mha, log2_axis, tex_sci
+
+    fig, ax = agg.subplots()
+    ge_and_mha(
+        ax,
+        [1, 2, 4],
+        [1.0, np.inf, 3.0],
+        [(2, summary(2.5, 0.1))],
+        color="C0",
+        label="GE",
+        mark_label="MHA",
+        offset=1.1,
+    )
+    line = ax.lines[0]
+    np.testing.assert_array_equal(line.get_ydata(), [1.0, np.nan, 3.0])  # a gap at the divergence
+    assert line.get_label() == "GE"
+    bars = ax.containers[0]
+    np.testing.assert_allclose(bars.lines[0].get_xydata(), [[2.2, 2.5]])
+    log2_axis(ax, [1, 2, 4])
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4"]
+    assert tex_sci(393216.0) == "3.93 \\times 10^{5}" and tex_sci(2.5) == "2.5"
+    assert tex_sci(1.007e8) == "1.01 \\times 10^{8}" and tex_sci(0.00123) == "0.00123"
+
+
+def test_sharing_figures(agg):
+    base = AttentionConfig(n=64, d=64, h=4, d_k=16, d_o=128)
+    widths = [base.replace(h_kv=g) for g in (4, 2, 1)]
+    budget = [p.cfg for p in L.shared_widths(base, [4, 2, 1])]
+    cw = {0.1: np.array([1.0, 1.0, 1.0])}
+    cb = {0.1: np.array([1.0, 1.2, 1.3])}
+    mw = {0.1: [(4, summary(1.01, 0.02))]}
+    fig = L.sharing_across_figure(widths, budget, cw, cb, mw, {0.1: []}, "note")
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.lines if ln.get_label() == "GE, fixed $N_{par}$ (widths grow)")
+    np.testing.assert_array_equal(line.get_ydata(), cb[0.1])
+    assert [a.get_text() for a in ax.texts] == [f"$w = {c.d_k}$" for c in budget]
+    assert "$d_O = 2n$" in fig._suptitle.get_text()
+    layers = [AttentionConfig(n=64, d=128, h=h, d_k=32 // h, d_o=32, tie_kv=True) for h in (2, 4)]
+    curves = {u: {"GQA": np.array([1.0, 2.0]), "K=V": np.array([0.5, 0.25])} for u in ("raw", "scaled")}
+    marks = {u: {"GQA": [(2, summary(1.0, 0.1))], "K=V": []} for u in curves}
+    fig = L.sharing_within_figure(layers, curves, marks, "note")
+    assert len(fig.axes) == 2 and fig.axes[0].get_yscale() == "log"
+    assert "$d = 2n$, $d_O = n/2$" in fig._suptitle.get_text()
+
+
+def test_readout_figures(agg):
+    from gelib.law import output_law
+
+    n = 64
+    panel = [AttentionConfig(n=n, d=n, h=h, d_k=16, d_o=2 * n) for h in (2, 4)]
+    t = np.geomspace(0.01, 10, 5)
+    curves = {c.h: L.training_loss(output_law(c), t) for c in panel}
+    fig = L.loss_figure(panel, t, curves, {c.h: [(t[1], summary(0.5, 0.01))] for c in panel}, "note")
+    line = next(ln for ln in fig.axes[0].lines if ln.get_label().startswith("GE, $h = 2$"))
+    np.testing.assert_allclose(line.get_ydata(), curves[2])
+    fo = L.fixed_output_path(AttentionConfig(n=n, d=n, h=1, d_k=16, d_o=n // 2), range(1, 5))
+    fb = L.fixed_budget_path(AttentionConfig(n=n, d=n, h=1, d_k=16, d_o=9 * n), range(1, 4))
+    hs, d_os = L.error_map_grid(n, 1, 6.0, 1, 1.0)
+    maps = {"end": np.full((d_os.size, hs.size), 0.5), "early": np.full((d_os.size, hs.size), 0.1)}
+    maps["end"][0, 0] = np.inf
+    fig = L.error_map_figure(hs, d_os, maps, fo, fb, 10.0, 0.5, "note")
+    mesh = fig.axes[0].collections[0]
+    assert mesh.get_array().ravel()[0] == pytest.approx(300.0)  # inf drawn at the top
+    assert mesh.get_array().ravel()[1] == pytest.approx(math.log10(0.5))
+    paths = {
+        name: L.path_errors(pts, output_law, {"end": math.inf, "early": 10.0}, 0.5)
+        for name, pts in [("fixed output", fo), ("fixed budget", fb)]
+    }
+    marks = {name: {"end": [], "early": []} for name in paths}
+    fig = L.paths_figure(paths, marks, 10.0, 0.5, "note")
+    assert [ax.get_title() for ax in fig.axes] == ["end of training ($t = \\infty$)", "early stopping ($t = 10$)"]
+    betas = np.linspace(0.5, 2.0, 4)
+    cross = [L.Crossing(1.2, 0.0)]
+    fig = L.ratio_figure(
+        betas, {"end": betas, "early": betas / 2}, [(1.0, summary(1.0, 0.1))], cross, panel[0], 10.0, "note"
+    )
+    assert any(list(line.get_xdata()) == [1.2, 1.2] for line in fig.axes[0].lines)

@@ -110,6 +110,7 @@ def _sigma(kernel, draw, cfg):
 
 def _new_queries(model, draw, cfg, reps, key):
     """``reps`` outputs with fresh queries (and noise), K, V, W^O fixed; rows stacked."""
+
     def one(kk):
         kq, kn = jax.random.split(kk)
         return M.build(model, draw._replace(q=jax.random.normal(kq, draw.q.shape)), cfg, key=kn)
@@ -142,10 +143,12 @@ def test_centred_rows_have_second_moment_sigma_f():
     per_rep = np.asarray(jnp.einsum("tni,tnj->tij", ys, ys)) / cfg.n
     empirical = per_rep.mean(axis=0)
     se = math.sqrt(per_rep.var(axis=0, ddof=1).sum() / reps)
-    mus = np.stack([
-        np.asarray(M.kernel_mean(draw.k[r // cfg.group_size], cfg.beta) @ draw.v[r // cfg.group_size] @ draw.w_o[r])
-        for r in range(cfg.h)
-    ]) / math.sqrt(cfg.n)
+    mus = np.stack(
+        [
+            np.asarray(M.kernel_mean(draw.k[r // cfg.group_size], cfg.beta) @ draw.v[r // cfg.group_size] @ draw.w_o[r])
+            for r in range(cfg.h)
+        ]
+    ) / math.sqrt(cfg.n)
     mu = mus.sum(axis=0)
     sigma_f = _sigma(M.kernel_f, draw, cfg)
     assert np.linalg.norm(empirical - (sigma_f + np.outer(mu, mu) - mus.T @ mus)) < 4 * se
@@ -192,10 +195,17 @@ def test_the_sigma_models_share_their_gaussian_rows():
 
     def rows(model, kernel):
         u = M.head_outputs(model, draw, CFG, key=key)
-        return np.stack([
-            np.asarray(u[r]) @ np.linalg.inv(np.asarray(M._psd_sqrt(
-                draw.v[r // 2].T @ kernel(draw.k[r // 2], CFG.beta) @ draw.v[r // 2] / CFG.n)))
-            for r in range(CFG.h)])
+        return np.stack(
+            [
+                np.asarray(u[r])
+                @ np.linalg.inv(
+                    np.asarray(
+                        M._psd_sqrt(draw.v[r // 2].T @ kernel(draw.k[r // 2], CFG.beta) @ draw.v[r // 2] / CFG.n)
+                    )
+                )
+                for r in range(CFG.h)
+            ]
+        )
 
     np.testing.assert_allclose(rows("yg_sigma_f", M.kernel_f), rows("yg_sigma_g", M.kernel_g), atol=1e-8)
 
@@ -224,3 +234,42 @@ def test_yg_given_the_draw_is_signal_plus_gaussian_noise(form):
         assert np.linalg.norm(noise.mean(axis=0)) < 5 * math.sqrt(np.trace(sigma) / noise.shape[0])
         cov = noise.T @ noise / noise.shape[0]
         assert np.linalg.norm(cov - sigma) < 4 * _row_covariance_bound(sigma, noise.shape[0])
+
+
+# --- what each step of Table 1 controls ---------------------------------------
+
+
+def _numpy_denominator_head(q, k, beta):
+    """The middle term (C - I) f(S) / sqrt(n) of one head written out in NumPy, and C."""
+    n, d_k = q.shape
+    s = q @ k.T / math.sqrt(d_k)
+    e = np.exp(beta * s)
+    c = n * math.exp(beta**2 / 2) / e.sum(axis=1)  # n e^{beta^2/2} / row sums
+    return (c - 1)[:, None] * (e * math.exp(-(beta**2) / 2) - 1) / math.sqrt(n), c
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.5, 3.0])
+def test_denominator_terms_per_head_against_numpy(beta):
+    # beta is traced: one compilation serves all three values, and each must be right.
+    cfg = CFG.replace(beta=beta)
+    draw = sample_fast(jax.random.key(20), cfg)
+    t = M.denominator_terms(draw, cfg)
+    q, k = np.asarray(draw.q), np.asarray(draw.k)
+    for r in range(cfg.h):
+        mid, c = _numpy_denominator_head(q[r], k[r // cfg.group_size], beta)
+        np.testing.assert_allclose(t["op_norm"][r], np.linalg.norm(mid, 2), rtol=1e-10)
+        np.testing.assert_allclose(t["max_entry"][r], np.abs(mid).max(), rtol=1e-10)
+        np.testing.assert_allclose(t["c_dev"][r], np.abs(c - 1).max(), rtol=1e-10)
+        assert t["max_entry"][r] <= t["op_norm"][r] * (1 + 1e-12)  # an entry never exceeds the norm
+
+
+def test_centering_norm2_against_monte_carlo_over_queries():
+    # |m_r|_2^2 = sum_i row_mean(q_i)^2 with q_i ~ N(0, I_{d_k}) i.i.d.: its mean is n E[m_i^2].
+    n, samples = 50, 400_000
+    for d_k, beta in ((8, 1.0), (32, 1.3), (5, 0.6)):
+        m2 = np.asarray(M.row_mean(jax.random.normal(jax.random.key(21 + d_k), (samples, d_k)), beta)) ** 2
+        mc, se = n * m2.mean(), n * m2.std() / math.sqrt(samples)
+        assert abs(M.centering_norm2(n, d_k, beta) - mc) < 5 * se, (d_k, beta, mc, M.centering_norm2(n, d_k, beta))
+    # about n beta^4 / (2 d_k) for wide keys, and infinite once beta^2 >= d_k / 2
+    assert M.centering_norm2(100, 10_000, 1.0) == pytest.approx(100 / 20_000, rel=1e-3)
+    assert M.centering_norm2(10, 8, 2.0) == math.inf

@@ -7,9 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gelib import AttentionConfig
+from gelib import AttentionConfig, spectra
 from gelib.sampling import input_matrix, sample, sample_fast, sample_literal
-from gelib import spectra
 from gelib.spectra import model_spectra
 
 CFG = AttentionConfig(n=11, d=17, h=6, h_kv=3, d_k=5, d_v=7, d_o=13)

@@ -158,7 +158,7 @@ def test_the_reduction_is_used_only_where_it_pays():
     from gelib import preset_config
 
     assert S.output_route(preset_config("gpt3-175b"), 2) == "qr"
-    assert S.output_route(preset_config("bert-base"), 2) == "direct"        # d_o = h d_v
+    assert S.output_route(preset_config("bert-base"), 2) == "direct"  # d_o = h d_v
     assert S.output_route(preset_config("bert-base").replace(d_o=1152), 2) == "bartlett"
     assert S.output_route(preset_config("bert-base").replace(d_o=1151), 2) == "direct"
     for name in ("bert-base", "gpt3-175b", "llama3-8b", "falcon-7b"):
@@ -175,7 +175,7 @@ def test_one_compilation_serves_every_beta_and_matches_the_static_build():
     from gelib import models as M
     from gelib.sampling import sample
 
-    cfg = CFG.replace(n=17, d_o=11)      # d_o < h d_v: the direct route, through W^O
+    cfg = CFG.replace(n=17, d_o=11)  # d_o < h d_v: the direct route, through W^O
     models = ("mha", "yf_ring", "yg_sigma_f", "yg")
     assert S.output_route(cfg, len(models)) == "direct"
     S._grams(jax.random.key(30), cfg, models, "fast")

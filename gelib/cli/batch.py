@@ -34,13 +34,27 @@ def register(subparsers) -> argparse.ArgumentParser:
         description=engine.__doc__.split("\n\n")[0] + " Results are kept per run in _build/runs/.",
     )
     p.add_argument("--scale", choices=SCALES, default="default", help="sizes of every chapter (default: default)")
-    p.add_argument("--chapters", nargs="+", metavar="PATTERN",
-                   help="only chapters whose file name matches one of these glob patterns (e.g. 'centering*')")
-    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="inject a parameter into every chapter (VALUE parsed as JSON, else a string)")
+    p.add_argument(
+        "--chapters",
+        nargs="+",
+        metavar="PATTERN",
+        help="only chapters whose file name matches one of these glob patterns (e.g. 'centering*')",
+    )
+    p.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="inject a parameter into every chapter (VALUE parsed as JSON, else a string)",
+    )
     p.add_argument("--out", type=Path, help="run folder (default _build/runs/<scale>-<time>)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the latest run of this scale (or --out), skipping finished chapters")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this scale (or --out), skipping finished chapters",
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing --out folder")
     p.add_argument("--no-render", action="store_true", help="execute only, do not build the HTML")
     p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
@@ -59,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # kernels inherit it; see the Makefile
     params = {k: _parse_value(v) for k, v in args.parameter}
     try:
-        return engine.run_batch(root, args.scale, args.chapters, params, args.out, args.resume,
-                                args.force, not args.no_render, args.timeout)
+        return engine.run_batch(
+            root, args.scale, args.chapters, params, args.out, args.resume, args.force, not args.no_render, args.timeout
+        )
     except engine.BatchError as e:
         return report_error("batch", e)

@@ -32,12 +32,20 @@ def register(subparsers) -> argparse.ArgumentParser:
         ),
     )
     add_config_args(c)
-    c.add_argument("--models", default="mha,yg", metavar="A,B",
-                   help="two models of Table 1: mha, yf, yf_ring, yg_sigma_f, yg_sigma_g, yg (default mha,yg)")
+    c.add_argument(
+        "--models",
+        default="mha,yg",
+        metavar="A,B",
+        help="two models of Table 1: mha, yf, yf_ring, yg_sigma_f, yg_sigma_g, yg (default mha,yg)",
+    )
     c.add_argument("--seeds", type=int, default=10, help="number of independent draws (default 10)")
     c.add_argument("--seed", type=int, default=0, help="root seed of the JAX key (default 0)")
-    c.add_argument("--path", choices=("fast", "literal"), default="fast",
-                   help="sample Q, K, V directly (fast) or build X and the weights (literal)")
+    c.add_argument(
+        "--path",
+        choices=("fast", "literal"),
+        default="fast",
+        help="sample Q, K, V directly (fast) or build X and the weights (literal)",
+    )
     c.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=run)

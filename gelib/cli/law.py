@@ -19,8 +19,11 @@ from .common import add_config_args, config_from_args, positive_int, report_erro
 __all__ = ["register", "run"]
 
 _LEVELS = {"output": output_law, "mu_v": value_law, "mu_vo": output_covariance_law}
-_TITLES = {"output": "eigenvalues of Y Y^T / n", "mu_v": "mu_V (value covariance)",
-           "mu_vo": "mu_VO (output covariance)"}
+_TITLES = {
+    "output": "eigenvalues of Y Y^T / n",
+    "mu_v": "mu_V (value covariance)",
+    "mu_vo": "mu_VO (output covariance)",
+}
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -38,8 +41,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     add_config_args(p)
     p.add_argument("--moments", type=positive_int, metavar="K", help="first K moments m_1..m_K")
     p.add_argument("--density", type=positive_int, metavar="N", help="density at about N points")
-    p.add_argument("--level", choices=tuple(_LEVELS), default="output",
-                   help="output (default), mu_v or mu_vo")
+    p.add_argument("--level", choices=tuple(_LEVELS), default="output", help="output (default), mu_v or mu_vo")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
     return p
@@ -59,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
             out["moments"] = law.moments(k).tolist()
         if args.density:
             x = law.grid(args.density)
-            out.update(x=x.tolist(), density=law.density(x).tolist(),
-                       atoms=[list(a) for a in law.atoms()], edges=[list(e) for e in law.edges()])
+            out.update(
+                x=x.tolist(),
+                density=law.density(x).tolist(),
+                atoms=[list(a) for a in law.atoms()],
+                edges=[list(e) for e in law.edges()],
+            )
     except ConvergenceError as e:
         return report_error("law", f"numerical failure: {e}", status=1)
     if args.json:
@@ -68,12 +74,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     lines = [f"layer  {cfg.describe()}", f"law    {_TITLES[args.level]}"]
     if k:
-        lines += ["", f"{'k':>3}  {'m_k':>22}"] + [f"{i:>3}  {m:>22.15g}" for i, m in
-                                                   enumerate(out["moments"], 1)]
+        lines += ["", f"{'k':>3}  {'m_k':>22}"] + [f"{i:>3}  {m:>22.15g}" for i, m in enumerate(out["moments"], 1)]
     if args.density:
-        lines += ["", "support edges: " + ", ".join(f"[{a:.10g}, {b:.10g}]" for a, b in law.edges()),
-                  "atoms: " + (", ".join(f"{m:.10g} at {x:.10g}" for x, m in law.atoms()) or "none"),
-                  "", f"{'x':>22}  {'density':>22}"]
+        lines += [
+            "",
+            "support edges: " + ", ".join(f"[{a:.10g}, {b:.10g}]" for a, b in law.edges()),
+            "atoms: " + (", ".join(f"{m:.10g} at {x:.10g}" for x, m in law.atoms()) or "none"),
+            "",
+            f"{'x':>22}  {'density':>22}",
+        ]
         lines += [f"{x:>22.15g}  {d:>22.15g}" for x, d in zip(out["x"], out["density"])]
     print("\n".join(lines))
     return 0

@@ -17,8 +17,11 @@ __all__ = ["register", "run"]
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``presets`` sub-command to an argparse ``subparsers`` object."""
-    p = subparsers.add_parser("presets", help="list the dimensions of public models",
-                              description="The attention dimensions of public models known to --preset.")
+    p = subparsers.add_parser(
+        "presets",
+        help="list the dimensions of public models",
+        description="The attention dimensions of public models known to --preset.",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
     return p
@@ -28,8 +31,14 @@ def run(args: argparse.Namespace) -> int:
     """Print the presets."""
     rows = [p for p in PRESETS.values()]
     if args.json:
-        print(json.dumps({p.name: {**p.config().as_dict(), "source": p.source,
-                                   "paper_rel_w1_percent": p.paper_rel_w1} for p in rows}))
+        print(
+            json.dumps(
+                {
+                    p.name: {**p.config().as_dict(), "source": p.source, "paper_rel_w1_percent": p.paper_rel_w1}
+                    for p in rows
+                }
+            )
+        )
         return 0
     print(f"{'name':<18}{'n':>6}{'d':>7}{'h/h_kv':>9}{'d_k':>6}  sharing  paper rel. W1 (%)")
     for p in rows:

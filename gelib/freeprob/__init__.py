@@ -24,17 +24,19 @@ upper half plane), density ``Im g(x + i0) / pi``.
 The public names, all imported from here (``from gelib.freeprob import Law,
 marchenko_pastur``): the law, :class:`Law`; the builders :func:`dirac`,
 :func:`marchenko_pastur`, :func:`compress`, :func:`affine`, :func:`scale`,
-:func:`polynomial`; the distances :func:`w1_to_law`, :func:`ks_to_law`; and
+:func:`polynomial`; the distances :func:`w1_to_law`, :func:`ks_to_law`,
+:func:`distances_to_law` (per seed) and :func:`law_w1` (between two laws); the
+S-transform's Taylor series :func:`s_transform_series`; and
 :class:`ConvergenceError`.  The modules, one job each:
 
-* :mod:`~gelib.freeprob.moments`: exact moment algebra (compression, affine maps);
+* :mod:`~gelib.freeprob.moments`: exact moment algebra (compression, affine maps, S-series);
 * :mod:`~gelib.freeprob.closed_forms`: the closed-form bottom laws;
 * :mod:`~gelib.freeprob.solver`: Newton's method for the Stieltjes transform;
 * :mod:`~gelib.freeprob.support`: the support edges (the outward scan);
 * :mod:`~gelib.freeprob.quadrature`: graded panels, distribution function, contours;
 * :mod:`~gelib.freeprob.law`: the :class:`Law` facade;
 * :mod:`~gelib.freeprob.builders`: the builders (one object per equal law);
-* :mod:`~gelib.freeprob.distances`: W1 and KS between a spectrum and a law.
+* :mod:`~gelib.freeprob.distances`: W1 and KS between a spectrum and a law, W1 between two laws.
 
 Numerical method, and why
 -------------------------
@@ -102,11 +104,23 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from .builders import affine, compress, dirac, marchenko_pastur, polynomial, scale  # noqa: E402
-from .distances import ks_to_law, w1_to_law  # noqa: E402
+from .distances import distances_to_law, ks_to_law, law_w1, w1_to_law  # noqa: E402
 from .law import Law  # noqa: E402
+from .moments import s_transform_series  # noqa: E402
 from .solver import ConvergenceError  # noqa: E402
 
 __all__ = [
-    "ConvergenceError", "Law", "dirac", "marchenko_pastur", "compress", "scale",
-    "affine", "polynomial", "w1_to_law", "ks_to_law",
+    "ConvergenceError",
+    "Law",
+    "dirac",
+    "marchenko_pastur",
+    "compress",
+    "scale",
+    "affine",
+    "polynomial",
+    "w1_to_law",
+    "ks_to_law",
+    "distances_to_law",
+    "law_w1",
+    "s_transform_series",
 ]

@@ -1,7 +1,7 @@
 """The builders: laws from closed forms, compressions and affine or polynomial maps.
 
-:func:`dirac` and :func:`marchenko_pastur` give the closed-form laws;
-:func:`compress`, :func:`affine`, :func:`scale` and :func:`polynomial` build
+:func:`.dirac` and :func:`.marchenko_pastur` give the closed-form laws;
+:func:`.compress`, :func:`.affine`, :func:`.scale` and :func:`.polynomial` build
 new laws from old ones.  Every builder returns the law through a module-level
 cache of weak references, so that equal laws still alive are one object and
 share their cached support and distribution function (e.g.
@@ -80,7 +80,7 @@ def polynomial(law: Law, coeffs: ArrayLike) -> Law:
     if law.steps:
         raise NotImplementedError("polynomial push-forward of a compressed law")
     comp = npoly.polyzero
-    for c in np.asarray(coeffs, dtype=float)[::-1]:          # Horner: q(p(x))
+    for c in np.asarray(coeffs, dtype=float)[::-1]:  # Horner: q(p(x))
         comp = npoly.polyadd(npoly.polymul(comp, law.base.poly), [c])
     comp = np.trim_zeros(np.asarray(comp, dtype=float), "b")
     if not 2 <= comp.size <= 3:

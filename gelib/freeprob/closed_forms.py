@@ -34,8 +34,8 @@ class ClosedForm:
 
     @property
     def key(self) -> tuple[str, int]:
-        """The static part (kind, number of polynomial coefficients): one
-        compilation of the solver per key."""
+        """The static part of the law, its kind and number of polynomial
+        coefficients; the solver compiles once per key."""
         return self.kind, len(self.poly)
 
     @property
@@ -69,12 +69,11 @@ class ClosedForm:
         deg = len(self.poly) - 1
         if self.kind == "dirac":
             mx = self.param ** np.arange(1, deg * k + 1, dtype=float)
-        else:   # MP(c) = c * compress(delta_1, 1/c)
+        else:  # MP(c) = c * compress(delta_1, 1/c)
             c = self.param
             mx = c ** np.arange(1, deg * k + 1) * compress_moments(np.ones(deg * k), 1 / c)
         mx = np.concatenate([[1.0], mx])
-        return np.array([npoly.polypow(self.poly, j)[: deg * j + 1] @ mx[: deg * j + 1]
-                         for j in range(1, k + 1)])
+        return np.array([npoly.polypow(self.poly, j)[: deg * j + 1] @ mx[: deg * j + 1] for j in range(1, k + 1)])
 
 
 def merge_atoms(atoms: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -93,9 +92,9 @@ def inner_reg(kind, z, c):
     if kind == "dirac":
         return jnp.where(c == 0, 0.0, 1.0 / (c - z)), jnp.where(c == 0, 1.0, 0.0)
     u, a, b = z - 1 - c, (1 - jnp.sqrt(c)) ** 2, (1 + jnp.sqrt(c)) ** 2
-    s = u * jnp.sqrt((z - a) * (z - b) / u**2)   # sqrt((z-a)(z-b)), cut exactly on [a, b]
-    g = 2.0 / (1 - c - z - s)                    # the root with g ~ -1/z
-    with_atom = ((z - 2 - 2 * c) / (s - c + 1) - 1) / (2 * c)   # g + (1 - 1/c) / z
+    s = u * jnp.sqrt((z - a) * (z - b) / u**2)  # sqrt((z-a)(z-b)), cut exactly on [a, b]
+    g = 2.0 / (1 - c - z - s)  # the root with g ~ -1/z
+    with_atom = ((z - 2 - 2 * c) / (s - c + 1) - 1) / (2 * c)  # g + (1 - 1/c) / z
     return jnp.where(c > 1, with_atom, g), jnp.where(c > 1, 1 - 1 / c, 0.0)
 
 

@@ -96,7 +96,7 @@ class Law:
             c = 0.0 if abs(c) < 1e-12 else c
             w = max(c, 0.0)
             rows.append((lam, a, b, c, w, w_shift))
-            w_in, w_shift = (w, 0.0) if b == 0 else (0.0, w)   # the atom moves to b
+            w_in, w_shift = (w, 0.0) if b == 0 else (0.0, w)  # the atom moves to b
             means.append(lam * mean)
             mean = a * lam * mean + b
         return np.array(rows, dtype=float).reshape(-1, 6), np.array(means)
@@ -104,7 +104,7 @@ class Law:
     def atoms(self) -> list[tuple[float, float]]:
         """Point masses ``[(location, mass), ...]``, sorted by location."""
         _, atoms = self.base.support()
-        for lam, a, b in self.steps:
+        for lam, _a, b in self.steps:
             w0 = sum(m for loc, m in atoms if loc == 0.0)
             mass = 1 - lam * (1 - w0)
             atoms = [(b, mass)] if mass > 1e-12 else []
@@ -134,15 +134,14 @@ class Law:
         ``(0.3, 0.6, 0.85)``)."""
         z = np.asarray(z, dtype=complex)
         flat = z.ravel()
-        far = np.abs(flat) > 4 * self.radius            # the moment series is exact there
+        far = np.abs(flat) > 4 * self.radius  # the moment series is exact there
         r, t = self._taylor
         zf = flat[far]
-        q = (r / zf[:, None]) ** np.arange(41)           # g = -(1/z) sum_k t_k (R/z)^k
+        q = (r / zf[:, None]) ** np.arange(41)  # g = -(1/z) sum_k t_k (R/z)^k
         lower = flat.imag < 0
         w = np.where(lower, flat.conj(), flat)
         st, means = self._constants
-        g, dg = solver.stieltjes(w, ~far, self.base.theta, st, means, 10 * self.sigma,
-                                 self.base.key, steps)
+        g, dg = solver.stieltjes(w, ~far, self.base.theta, st, means, 10 * self.sigma, self.base.key, steps)
         g[far], dg[far] = -(q @ t) / zf, (q[:, :40] @ (t[:40] * np.arange(1, 41))) / zf**2
         g, dg = np.where(lower & ~far, g.conj(), g), np.where(lower & ~far, dg.conj(), dg)
         return (g.reshape(z.shape), dg.reshape(z.shape)) if deriv else g.reshape(z.shape)
@@ -157,7 +156,7 @@ class Law:
         """``psi(z) = int z x / (1 - z x) dmu = sum_k m_k z^k`` (array of any
         shape, result of that shape)."""
         z = np.asarray(z, dtype=complex)
-        near = np.abs(z) < 0.25 / self.radius          # the moment series is exact there
+        near = np.abs(z) < 0.25 / self.radius  # the moment series is exact there
         safe = np.where(near, 1.0, z)
         r, t = self._taylor
         series = (r * z[..., None]) ** np.arange(1, 41) @ t[1:]
@@ -212,8 +211,9 @@ class Law:
             return np.zeros(0)
         widths = np.array([hi - lo for lo, hi in comps])
         counts = np.maximum(2, np.round(num * widths / widths.sum()).astype(int))
-        return np.concatenate([lo + (hi - lo) * (1 - np.cos(np.pi * (np.arange(k) + 0.5) / k)) / 2
-                               for (lo, hi), k in zip(comps, counts)])
+        return np.concatenate(
+            [lo + (hi - lo) * (1 - np.cos(np.pi * (np.arange(k) + 0.5) / k)) / 2 for (lo, hi), k in zip(comps, counts)]
+        )
 
     def cdf(self, x: ArrayLike) -> np.ndarray:
         """``mu((-inf, x])``: the integrated density plus the atoms at or below x
@@ -223,7 +223,7 @@ class Law:
 
     @property
     def cdf_nodes(self) -> np.ndarray:
-        """Sorted points (1-D) of the distribution function's panels: their ends
+        """Sorted points (1-D) of the distribution function's panels, their ends
         and their Gauss-Legendre nodes.  Between neighbouring nodes the
         continuous part of :meth:`cdf` is smooth and nearly linear, which
         :func:`~gelib.freeprob.w1_to_law` uses to integrate ``|F_n - F|``."""
@@ -235,14 +235,13 @@ class Law:
         shape, result of that shape)."""
         shape = np.shape(u)
         u = np.asarray(u, dtype=float).ravel()
-        pieces = sorted([(loc, loc, m) for loc, m in self.atoms()]
-                        + [(c.lo, c.hi, c.mass) for c in self._components])
+        pieces = sorted([(loc, loc, m) for loc, m in self.atoms()] + [(c.lo, c.hi, c.mass) for c in self._components])
         out = np.full(u.shape, pieces[-1][1])
         done = np.zeros(u.shape, bool)
-        for lo, hi, _ in pieces:                 # the first piece that reaches u
+        for lo, hi, _ in pieces:  # the first piece that reaches u
             here = ~done & (u <= self.cdf(hi) + 1e-14)
             a, b = np.full(here.sum(), lo), np.full(here.sum(), hi)
-            for _ in range(0 if lo == hi else 64):   # bisection: cdf is monotone
+            for _ in range(0 if lo == hi else 64):  # bisection: cdf is monotone
                 mid = (a + b) / 2
                 up = self.cdf(mid) >= u[here]
                 a, b = np.where(up, a, mid), np.where(up, mid, b)
@@ -263,8 +262,15 @@ class Law:
         return quadrature.components(self._support, self.density, self.atoms())
 
     # --- spectral functionals ---
-    def integrate(self, phi: Callable[[np.ndarray], ArrayLike], phi0: ArrayLike | None = None, *,
-                  method: str = "quadrature", rtol: float = 1e-10, atol: float = 0.0) -> np.ndarray:
+    def integrate(
+        self,
+        phi: Callable[[np.ndarray], ArrayLike],
+        phi0: ArrayLike | None = None,
+        *,
+        method: str = "quadrature",
+        rtol: float = 1e-10,
+        atol: float = 0.0,
+    ) -> np.ndarray:
         """Spectral functional ``int phi dmu``.
 
         ``phi`` maps a 1-D array of points to an array of shape
@@ -307,6 +313,5 @@ class Law:
             others = [v for i, c in enumerate(comps) if i != j for v in c]
             others += [v for v, _ in atoms if not lo <= v <= hi] + ([0.0] if not lo <= 0 <= hi else [])
             gap = min([abs(v - lo) if v < lo else abs(v - hi) for v in others], default=np.inf)
-            total = total + quadrature.contour(self._g, atoms, phi, lo, hi,
-                                               min((hi - lo) / 2, gap / 2), rtol, atol)
+            total = total + quadrature.contour(self._g, atoms, phi, lo, hi, min((hi - lo) / 2, gap / 2), rtol, atol)
         return np.asarray(total)

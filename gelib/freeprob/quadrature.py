@@ -22,8 +22,8 @@ from .solver import ConvergenceError
 
 __all__ = ["Component", "components", "contour", "panel_breaks"]
 
-_GL_X, _GL_W = legendre.leggauss(16)   # nodes per panel of the distribution function
-_LEGENDRE = legendre.legvander(_GL_X, 15) * (np.arange(16) + 0.5)   # values -> coefficients
+_GL_X, _GL_W = legendre.leggauss(16)  # nodes per panel of the distribution function
+_LEGENDRE = legendre.legvander(_GL_X, 15) * (np.arange(16) + 0.5)  # values -> coefficients
 
 
 def panel_breaks(lo, hi):
@@ -58,8 +58,10 @@ class Component:
         self.nodes, self.weights = nodes.ravel(), (rho * _GL_W * self.half[:, None]).ravel()
         coef = (rho * _GL_W) @ _LEGENDRE
         self.coef = legendre.legint(coef, lbnd=-1, axis=1) * self.half[:, None]
-        self.tails = [self._tail(nodes[0] - lo, rho[0], breaks[0] - lo),
-                      self._tail(hi - nodes[-1][::-1], rho[-1][::-1], hi - breaks[-1])]
+        self.tails = [
+            self._tail(nodes[0] - lo, rho[0], breaks[0] - lo),
+            self._tail(hi - nodes[-1][::-1], rho[-1][::-1], hi - breaks[-1]),
+        ]
         self.cum = self.tails[0][0] + np.concatenate([[0.0], np.cumsum(self.coef.sum(1))])
         self.mass = self.cum[-1] + self.tails[1][0]
         self.points = np.concatenate([breaks, nodes.ravel()])
@@ -91,8 +93,9 @@ class Component:
         return np.where(x < self.breaks[0], left, np.where(x > self.breaks[-1], right, inner))
 
 
-def components(support: list[tuple[float, float]], density: Callable[[np.ndarray], np.ndarray],
-               atoms: list[tuple[float, float]]) -> list[Component]:
+def components(
+    support: list[tuple[float, float]], density: Callable[[np.ndarray], np.ndarray], atoms: list[tuple[float, float]]
+) -> list[Component]:
     """The continuous part, component by component, as graded panels (see
     :class:`Component`), split until the Legendre coefficients of the
     density on every panel have decayed; checks that the total mass (with
@@ -110,34 +113,39 @@ def components(support: list[tuple[float, float]], density: Callable[[np.ndarray
         # panel's whole possible error (2 half tail) is below 2e-15
         ok = np.abs(coef[:, -3:]).max(1) <= 1e-12 * np.abs(coef).max(1) + 1e-15 / half
         done += [(p, r) for p, r in zip(todo[ok], rho[ok])]
-        todo = np.concatenate([np.stack([todo[~ok, 0], mid[~ok]], 1),
-                               np.stack([mid[~ok], todo[~ok, 1]], 1)])
+        todo = np.concatenate([np.stack([todo[~ok, 0], mid[~ok]], 1), np.stack([mid[~ok], todo[~ok, 1]], 1)])
     else:
         raise ConvergenceError("density too rough for the distribution function's panels")
     comps = []
     for lo, hi in support:
         mine = sorted((p[0], p[1], r) for p, r in done if lo <= p[0] < hi)
         ends = np.array([p[:2] for p in mine])
-        comps.append(Component(lo, hi, np.append(ends[:, 0], ends[-1, 1]),
-                               np.array([p[2] for p in mine])))
+        comps.append(Component(lo, hi, np.append(ends[:, 0], ends[-1, 1]), np.array([p[2] for p in mine])))
     mass = sum(c.mass for c in comps) + sum(m for _, m in atoms)
     if abs(mass - 1) > 1e-9:
         raise ConvergenceError(
-            f"total mass {mass:.12g} != 1: support detection or density failed "
-            f"(edges {support}, atoms {atoms})")
+            f"total mass {mass:.12g} != 1: support detection or density failed (edges {support}, atoms {atoms})"
+        )
     return comps
 
 
-def contour(stieltjes: Callable[[np.ndarray], np.ndarray], atoms: list[tuple[float, float]],
-            phi: Callable[[np.ndarray], np.ndarray], lo: float, hi: float, delta: float,
-            rtol: float, atol: float) -> np.ndarray:
+def contour(
+    stieltjes: Callable[[np.ndarray], np.ndarray],
+    atoms: list[tuple[float, float]],
+    phi: Callable[[np.ndarray], np.ndarray],
+    lo: float,
+    hi: float,
+    delta: float,
+    rtol: float,
+    atol: float,
+) -> np.ndarray:
     """``-(1/2 pi i) oint phi (g - atom poles) dz`` on an ellipse around the
     component ``[lo, hi]`` reaching ``delta`` beyond its ends, by the trapezoid
     rule with N doubling until two estimates agree to ``rtol * |I| + atol``;
     the ellipse is drawn closer (``delta / 16``) while rounding could exceed
     that.  ``stieltjes`` maps complex points (shape ``(m,)``) to ``g``;
     ``phi`` maps points (shape ``(m,)``) to shape ``(..., m)``; the result
-    has shape ``(...)``.  Raises :class:`ConvergenceError` when no contour
+    has shape ``(...)``.  Raises :class:`~gelib.freeprob.ConvergenceError` when no contour
     meets the tolerance."""
     c, h = (lo + hi) / 2, (hi - lo) / 2
     for _ in range(8):
@@ -148,7 +156,7 @@ def contour(stieltjes: Callable[[np.ndarray], np.ndarray], atoms: list[tuple[flo
             w = rho * np.exp(2j * np.pi * (np.arange(n) + 0.5) / n)
             zeta, dzeta = c + h * (w + 1 / w) / 2, 1j * h * (w - 1 / w) / 2
             g = stieltjes(zeta[: n // 2])
-            g = np.concatenate([g, g[::-1].conj()])   # the lower half by symmetry
+            g = np.concatenate([g, g[::-1].conj()])  # the lower half by symmetry
             g = g - sum(m / (loc - zeta) for loc, m in atoms)
             terms = np.asarray(phi(zeta)) * g * dzeta
             val = np.real(-terms.sum(-1) / (1j * n))
@@ -156,11 +164,11 @@ def contour(stieltjes: Callable[[np.ndarray], np.ndarray], atoms: list[tuple[flo
                 break
             prev, n = val, 2 * n
         else:
-            raise ConvergenceError(f"contour on [{lo:.6g}, {hi:.6g}]: no convergence "
-                                   f"with {n // 2} nodes")
+            raise ConvergenceError(f"contour on [{lo:.6g}, {hi:.6g}]: no convergence with {n // 2} nodes")
         rounding = 1e-15 * np.abs(terms).sum(-1) / n
         if np.all(rounding <= 0.1 * (rtol * np.abs(val) + atol)):
             return val
         delta /= 16
-    raise ConvergenceError(f"contour on [{lo:.6g}, {hi:.6g}]: phi varies too much "
-                           "for the requested rtol; pass a larger atol")
+    raise ConvergenceError(
+        f"contour on [{lo:.6g}, {hi:.6g}]: phi varies too much for the requested rtol; pass a larger atol"
+    )

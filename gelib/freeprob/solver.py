@@ -21,15 +21,15 @@ import numpy as np
 
 from .closed_forms import base_reg, g_base
 
-__all__ = ["ConvergenceError", "stieltjes", "solve", "chunked"]
+__all__ = ["ConvergenceError", "residual_terms", "stieltjes", "solve", "chunked"]
 
-_CHUNK = 256               # points per solver call (one compilation per law shape)
+_CHUNK = 256  # points per solver call (one compilation per law shape)
 _STEPS = (0.3, 0.6, 0.85)  # continuation: Im z shrinks by this factor per Newton step;
 #                            points that fail are solved again with the next factor
-_POLISH = 8                # Newton steps at the target, after the continuation
-_ETA_END = 6e-14           # last level for real targets: 6e-13 sigma (or 1e-4 |x|)
-_RES_TOL = 1e-10           # accepted residual, relative to the size of its terms
-_TINY = 1e-150             # Im z used to take closed forms' boundary values
+_POLISH = 8  # Newton steps at the target, after the continuation
+_ETA_END = 6e-14  # last level for real targets: 6e-13 sigma (or 1e-4 |x|)
+_RES_TOL = 1e-10  # accepted residual, relative to the size of its terms
+_TINY = 1e-150  # Im z used to take closed forms' boundary values
 
 
 class ConvergenceError(RuntimeError):
@@ -59,8 +59,9 @@ def residual_terms(y, z, theta, st, key):
         else:
             reg = base_reg(key, q, theta)[0]
         atom = w > 0
-        terms[k] = jnp.stack([jnp.where(atom, y[k], p * y[k]), jnp.where(atom, 0.0, c),
-                              lam * reg * jnp.where(atom, 1.0, p) / pg])
+        terms[k] = jnp.stack(
+            [jnp.where(atom, y[k], p * y[k]), jnp.where(atom, 0.0, c), lam * reg * jnp.where(atom, 1.0, p) / pg]
+        )
         if k:
             p = p_in
     return jnp.stack(terms)
@@ -87,7 +88,7 @@ def small_solve(a, b):
 def solve_point(x, eta, theta, st, means, eta0, step, key):
     K = st.shape[0]
 
-    def terms(v):                            # v = (y_0 .. y_{K-1}, z)
+    def terms(v):  # v = (y_0 .. y_{K-1}, z)
         t = residual_terms(v[:K], v[K], theta, st, key)
         return t.sum(-1), t
 
@@ -103,7 +104,7 @@ def solve_point(x, eta, theta, st, means, eta0, step, key):
         return x + 1j * jnp.where(i < nsteps, jnp.maximum(eta_end, eta0 * step ** (i + 1)), eta)
 
     ys, p = [None] * K, (x + 1j * jnp.maximum(eta, eta0) - st[K - 1, 2]) / st[K - 1, 1]
-    for k in range(K - 1, -1, -1):           # start: g ~ -1/(z - mean) at every level
+    for k in range(K - 1, -1, -1):  # start: g ~ -1/(z - mean) at every level
         g = -1.0 / (p - means[k])
         ys[k] = g + st[k, 4] / p
         if k:
@@ -122,8 +123,9 @@ def solve_point(x, eta, theta, st, means, eta0, step, key):
         res = jnp.max(jnp.abs(t.sum(-1)) / (jnp.abs(t).sum(-1) + 1e-300))
         return i + 1, y1, res, sol[:, 1]
 
-    _, y, res, dy = jax.lax.while_loop(lambda c: c[0] < nsteps + _POLISH, newton,
-                                       (0, jnp.stack(ys), jnp.float64(jnp.inf), jnp.zeros(K, complex)))
+    _, y, res, dy = jax.lax.while_loop(
+        lambda c: c[0] < nsteps + _POLISH, newton, (0, jnp.stack(ys), jnp.float64(jnp.inf), jnp.zeros(K, complex))
+    )
     res = res + jnp.where(jnp.all(y.imag >= 0), 0.0, jnp.inf)
     z = x + 1j * eta
     a, w = st[K - 1, 1], st[K - 1, 4]
@@ -139,8 +141,7 @@ def solve(x, eta, theta, st, means, eta0, step, key):
         g, dg = jax.jvp(lambda z: g_base(key, z, theta), (z,), (jnp.ones_like(z),))
         return g, dg, jnp.zeros_like(x)
     point = functools.partial(solve_point, key=key)
-    return jax.vmap(point, in_axes=(0, 0, None, None, None, None, None))(
-        x, eta, theta, st, means, eta0, step)
+    return jax.vmap(point, in_axes=(0, 0, None, None, None, None, None))(x, eta, theta, st, means, eta0, step)
 
 
 def chunked(fn, *arrays, fill):
@@ -148,13 +149,20 @@ def chunked(fn, *arrays, fill):
     n = arrays[0].shape[0]
     pad = -n % _CHUNK if n else _CHUNK
     arrays = [np.concatenate([a, np.full(pad, f, a.dtype)]) for a, f in zip(arrays, fill)]
-    outs = [fn(*(a[i:i + _CHUNK] for a in arrays)) for i in range(0, n + pad, _CHUNK)]
+    outs = [fn(*(a[i : i + _CHUNK] for a in arrays)) for i in range(0, n + pad, _CHUNK)]
     return [np.concatenate([np.asarray(o[j]) for o in outs])[:n] for j in range(len(outs[0]))]
 
 
-def stieltjes(w: np.ndarray, todo: np.ndarray, theta: np.ndarray, st: np.ndarray,
-              means: np.ndarray, eta0: float, key: tuple[str, int],
-              steps: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def stieltjes(
+    w: np.ndarray,
+    todo: np.ndarray,
+    theta: np.ndarray,
+    st: np.ndarray,
+    means: np.ndarray,
+    eta0: float,
+    key: tuple[str, int],
+    steps: tuple[float, ...] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``g`` and ``g'`` by the solver at the points ``w[todo]``.
 
     ``w`` is a 1-D complex array with ``Im w >= 0`` and ``todo`` a boolean mask
@@ -169,19 +177,21 @@ def stieltjes(w: np.ndarray, todo: np.ndarray, theta: np.ndarray, st: np.ndarray
     steps = _STEPS if steps is None else steps
     g, dg = np.empty(w.shape, complex), np.empty(w.shape, complex)
     sol = functools.partial(
-        solve, theta=jnp.asarray(theta), st=jnp.asarray(st),
-        means=jnp.asarray(means), eta0=eta0, key=key)
+        solve, theta=jnp.asarray(theta), st=jnp.asarray(st), means=jnp.asarray(means), eta0=eta0, key=key
+    )
     bad = todo.copy()
-    for step in steps:                     # points that fail: smaller steps
+    for step in steps:  # points that fail: smaller steps
         if not bad.any():
             break
-        g[bad], dg[bad], res = chunked(lambda x, e: sol(x, e, step=step), w.real[bad],
-                                       w.imag[bad], fill=(w.real[bad][0], 1.0))
+        g[bad], dg[bad], res = chunked(
+            lambda x, e, step=step: sol(x, e, step=step), w.real[bad], w.imag[bad], fill=(w.real[bad][0], 1.0)
+        )
         bad[bad] = ~(res <= _RES_TOL)
     if bad.any():
         i = np.flatnonzero(bad)[0]
         raise ConvergenceError(
             f"Stieltjes solver: {bad.sum()} of {bad.size} points missed the residual "
             f"tolerance {_RES_TOL:g} (worst {np.nanmax(np.where(res <= _RES_TOL, 0, res)):.2g}, "
-            f"e.g. z = {w[i]:.6g}); this law: {st.shape[0]} compressions")
+            f"e.g. z = {w[i]:.6g}); this law: {st.shape[0]} compressions"
+        )
     return g, dg

@@ -43,9 +43,11 @@ def outward(t, theta, st, key):
 def scan(t, theta, st, key):
     """Outer point x(t) and whether t maps into the complement of the support
     (every level increasing in t)."""
+
     def one(t):
         (x, _), (_, dp) = jax.jvp(lambda t: outward(t, theta, st, key), (t,), (1.0,))
         return x, jnp.all(dp > 0) & jnp.isfinite(x)
+
     return jax.vmap(one)(t)
 
 
@@ -62,9 +64,13 @@ def segment_grid(lo, hi, scale):
     return np.unique(np.concatenate(pts))
 
 
-def support_components(base: ClosedForm, steps: tuple[tuple[float, float, float], ...],
-                       radius: float, sigma: float,
-                       stieltjes: Callable[[np.ndarray], np.ndarray]) -> list[tuple[float, float]]:
+def support_components(
+    base: ClosedForm,
+    steps: tuple[tuple[float, float, float], ...],
+    radius: float,
+    sigma: float,
+    stieltjes: Callable[[np.ndarray], np.ndarray],
+) -> list[tuple[float, float]]:
     """Components ``[(left, right), ...]`` of the continuous part of the law
     ``(base, steps)``, from the exact critical values of the outward map (see
     the package docstring, :mod:`gelib.freeprob`).  ``radius`` bounds the
@@ -80,8 +86,11 @@ def support_components(base: ClosedForm, steps: tuple[tuple[float, float, float]
     sing = sorted({v for c in comps for v in c} | {loc for loc, _ in atoms})
     scale = max(abs(v) for v in sing) or 1.0
     segs = [segment_grid(-np.inf, sing[0], scale), segment_grid(sing[-1], np.inf, scale)]
-    segs += [segment_grid(lo, hi, scale) for lo, hi in zip(sing[:-1], sing[1:])
-             if not any(c0 <= lo and hi <= c1 for c0, c1 in comps)]
+    segs += [
+        segment_grid(lo, hi, scale)
+        for lo, hi in zip(sing[:-1], sing[1:])
+        if not any(c0 <= lo and hi <= c1 for c0, c1 in comps)
+    ]
     seg_id = np.concatenate([np.full(s.size, i) for i, s in enumerate(segs)])
     t = np.concatenate(segs)
     run = functools.partial(scan, theta=theta, st=jnp.asarray(st), key=key)
@@ -89,7 +98,7 @@ def support_components(base: ClosedForm, steps: tuple[tuple[float, float, float]
     cut = np.flatnonzero((inside[1:] != inside[:-1]) & (seg_id[1:] == seg_id[:-1]))
     t_in = np.where(inside[cut], t[cut], t[cut + 1])
     t_out = np.where(inside[cut], t[cut + 1], t[cut])
-    for _ in range(80):                   # bisection to the boundary
+    for _ in range(80):  # bisection to the boundary
         mid = (t_in + t_out) / 2
         (ok,) = chunked(lambda t: run(t)[1:], mid, fill=(0.0,))
         t_in, t_out = np.where(ok, mid, t_in), np.where(ok, t_out, mid)
@@ -99,7 +108,7 @@ def support_components(base: ClosedForm, steps: tuple[tuple[float, float, float]
     t_in = np.concatenate([t_in, t[ends[inside[ends]]]])
     cand = np.sort(chunked(run, t_in, fill=(0.0,))[0])
     cand = cand[np.abs(cand) <= 1.01 * radius]
-    cand[np.abs(cand) <= 1e-14 * sigma] = 0.0     # hard edges at 0
+    cand[np.abs(cand) <= 1e-14 * sigma] = 0.0  # hard edges at 0
     cand = cand[np.concatenate([[True], np.diff(cand) > 1e-13 * sigma])]
     comps = []
     if cand.size > 1:

@@ -1,0 +1,343 @@
+"""Sweeps over the context length: independent draws per (n, seed), or nested draws.
+
+*Independent draws.* A rate chapter measures the same quantities on independent draws of a layer
+at several context lengths ``n`` (the proportional limit of the paper: all
+widths grow with ``n``, ``h`` and ``beta`` fixed). The measurement is a
+function of one layer and one key that returns named fields::
+
+    def measure(cfg, key):
+        draw = gelib.sampling.sample_fast(key, cfg)
+        ...
+        return dict(op_norm=..., ev_mha=..., rank=...)
+
+:func:`run` calls it on the whole grid of ``(n, seed)`` and returns a
+:class:`Sweep`. Seed ``s`` at length ``n`` gets the key
+``gelib.keys.stream(key, n, s)`` (that is ``fold_in(fold_in(key, n), s)``),
+so a sweep with more lengths or more seeds extends a smaller one draw by
+draw. The fields are read back as arrays over the grid:
+
+* :meth:`Sweep.field` stacks one field, ``(len(ns), seeds, ...)``, optionally
+  reducing each draw's value first (``np.max`` over heads, ...);
+* :meth:`Sweep.apply` evaluates a function of several fields of every draw,
+  e.g. the distance between two spectra;
+* :meth:`Sweep.at` and :meth:`Sweep.record` give the draws at one length.
+
+:func:`proportional` builds a layer whose widths are fixed fractions of ``n``;
+:func:`slope_within` is the test applied to the fitted rates of such sweeps.
+
+*Nested draws.* A chapter that measures a control quantity against ``n`` at fixed ratios of
+the dimensions needs, for every seed, one layer at each size of the sweep.
+Sampling each size afresh costs one draw per size and seed and gives
+independent noise at every ``n``. :class:`NestedDraws` instead samples each
+seed once, at the largest layer of the sweep, and cuts every smaller layer
+out of it with :func:`gelib.sampling.restrict`: leading blocks of matrices
+with i.i.d. ``N(0, 1)`` entries have i.i.d. ``N(0, 1)`` entries, so each
+block is an exact draw of the smaller layer (only ``W^O`` is rescaled, to
+variance ``1/(h d_v)``). The draws of one seed are then nested across ``n``
+and every shape is sampled once.
+
+Each seed also carries a noise key, and optionally a standard Gaussian array
+``G`` of shape ``(h, n, d_v)`` at the largest layer whose leading blocks are
+the per-head Gaussian matrices ``G_r`` of the Gaussian-row models (so that the
+Gaussian rows are nested too). :meth:`NestedDraws.layer` is the explorers'
+rule: a layer that fits inside the big one is cut out of seed 0, any other is
+sampled afresh.
+
+The keys come from the chapter; nothing here makes its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from .config import AttentionConfig, ConfigError
+from .keys import stream
+from .rates import PowerFit
+from .sampling import Draw, restrict, sample_fast
+
+__all__ = ["proportional", "Sweep", "run", "slope_within", "Seed", "NestedDraws", "main_layer", "explorer_sliders"]
+
+
+def proportional(n: int, *, h: int, d_k: float, d_v: float, d_o: float, beta: float = 1.0, **fields) -> AttentionConfig:
+    """The layer at context length ``n`` whose widths are fixed fractions of ``n``.
+
+    ``d_k``, ``d_v`` and ``d_o`` are the ratios ``d_K/n``, ``d_V/n`` and
+    ``d_O/n``; each width is ``max(1, round(ratio * n))``, and the input width is
+    ``d = max(n, d_O)``. Further ``fields`` (``h_kv``, ``tie_kv``, ``dtype``)
+    go to :class:`~gelib.AttentionConfig` as they are. With
+    ``AttentionConfig.at_length`` this gives the layers of a sweep.
+
+    >>> proportional(256, h=4, d_k=1 / 2, d_v=1 / 2, d_o=3 / 2).describe()
+    'n=256, d=384, h/h_kv=4/4 (none), d_k=128, d_v=128, d_o=384, beta=1'
+    """
+    width = lambda ratio: max(1, round(ratio * n))  # noqa: E731
+    return AttentionConfig(
+        n=n, d=max(n, width(d_o)), h=h, d_k=width(d_k), d_v=width(d_v), d_o=width(d_o), beta=beta, **fields
+    )
+
+
+def _numpy(value):
+    """JAX arrays to NumPy (so that records can be pickled and reduced); other values as they are."""
+    return np.asarray(value) if isinstance(value, jax.Array) else value
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Sweep:
+    """The fields measured on every draw of a sweep.
+
+    ``configs[i]`` is the layer at length ``ns[i]``; ``records[i][s]`` is the
+    dictionary that the measurement returned for seed ``s`` of that layer.
+    """
+
+    configs: tuple[AttentionConfig, ...]
+    records: tuple[tuple[Mapping[str, object], ...], ...]
+
+    @property
+    def ns(self) -> tuple[int, ...]:
+        """The context lengths, in the order of the sweep."""
+        return tuple(c.n for c in self.configs)
+
+    @property
+    def seeds(self) -> int:
+        """The number of seeds per length."""
+        return len(self.records[0]) if self.records else 0
+
+    def _index(self, n: int) -> int:
+        try:
+            return self.ns.index(n)
+        except ValueError:
+            raise KeyError(f"n = {n} is not in the sweep (ns = {self.ns})") from None
+
+    def config(self, n: int) -> AttentionConfig:
+        """The layer at length ``n``."""
+        return self.configs[self._index(n)]
+
+    def record(self, n: int, seed: int = 0) -> Mapping[str, object]:
+        """The fields of one draw: seed ``seed`` at length ``n``."""
+        return self.records[self._index(n)][seed]
+
+    def at(self, n: int) -> dict[str, np.ndarray]:
+        """Every field at length ``n``, stacked over seeds: ``{name: (seeds, ...)}``."""
+        rows = self.records[self._index(n)]
+        return {name: np.array([r[name] for r in rows]) for name in rows[0]}
+
+    def field(self, name: str, reduce: Callable[[object], object] | None = None) -> np.ndarray:
+        """One field over the grid, ``(len(ns), seeds, ...)``.
+
+        ``reduce`` maps one draw's value to a number or a fixed-shape array
+        first (``np.max`` over heads, ``np.median``, ...). Without it the values
+        must have the same shape at every length (per-head values, scalars);
+        for values whose size follows ``n`` (spectra) use :meth:`at` or
+        :meth:`apply`.
+        """
+        fn = (lambda v: v) if reduce is None else reduce
+        values = [[fn(r[name]) for r in row] for row in self.records]
+        shapes = {np.shape(v) for row in values for v in row}
+        if len(shapes) > 1:
+            raise ValueError(
+                f"field {name!r} has shapes {sorted(shapes)} across the sweep; "
+                "reduce it to one shape, or use Sweep.at / Sweep.apply"
+            )
+        return np.array(values)
+
+    def pairs(self, a: str, b: str) -> dict[int, np.ndarray]:
+        """Two fields side by side at every length: ``{n: (seeds, 2, ...)}``.
+
+        With two spectra (``a`` against the reference ``b``) this is the input
+        of :func:`gelib.rates.sweep_distances` and
+        :func:`gelib.rates.plot_distance_rates`.
+        """
+        return {n: np.stack([v[a], v[b]], axis=1) for n, v in ((n, self.at(n)) for n in self.ns)}
+
+    def apply(self, fn: Callable[..., object], *names: str) -> np.ndarray:
+        """``fn(record[names[0]], record[names[1]], ...)`` for every draw, ``(len(ns), seeds, ...)``.
+
+        For example ``sweep.apply(gelib.spectra.ks, "ev_a", "ev_b")`` is the
+        KS distance between two spectra of every draw.
+        """
+        return np.array([[fn(*(r[name] for name in names)) for r in row] for row in self.records])
+
+
+def run(
+    measure: Callable[[AttentionConfig, jax.Array], Mapping[str, object]],
+    configs: Iterable[AttentionConfig],
+    seeds: int,
+    key: jax.Array,
+) -> Sweep:
+    """Call ``measure(cfg, stream(key, cfg.n, s))`` for every layer and every seed ``s < seeds``.
+
+    ``configs``: the layers of the sweep, one per context length (distinct
+    ``n``, e.g. ``[cfg.at_length(n) for n in ns]``). ``measure`` returns a
+    mapping of field names to values (numbers or arrays; JAX arrays are
+    converted to NumPy); every draw must return the same names. Returns the
+    :class:`Sweep` of all records, lengths in the order given.
+    """
+    configs = tuple(configs)
+    ns = [c.n for c in configs]
+    if len(set(ns)) != len(ns):
+        raise ValueError(f"a sweep needs distinct context lengths, got {ns}")
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    records, names = [], None
+    for c in configs:
+        row = []
+        for s in range(seeds):
+            rec = {name: _numpy(v) for name, v in measure(c, stream(key, c.n, s)).items()}
+            names = set(rec) if names is None else names
+            if set(rec) != names:
+                raise ValueError(
+                    f"measure returned fields {sorted(rec)} at n = {c.n}, seed {s}; expected {sorted(names)}"
+                )
+            row.append(rec)
+        records.append(tuple(row))
+    return Sweep(configs, tuple(records))
+
+
+def slope_within(fit: PowerFit, predicted: float, steeper: float, flatter: float) -> bool:
+    """Whether a fitted power law's slope is compatible with the predicted one.
+
+    True when ``predicted - ci95 - steeper <= fit.slope <= predicted + ci95 + flatter``:
+    the fit's own 95 % half-width ``ci95`` plus an allowance for the
+    finite-size corrections on either side (``steeper``: a more negative
+    slope; ``flatter``: a less negative one), which the chapter derives.
+    """
+    return predicted - fit.ci95 - steeper <= fit.slope <= predicted + fit.ci95 + flatter
+
+
+# --- nested draws ----------------------------------------------------------------
+
+_LAYER_FIELDS = ("n", "h", "h_kv", "d_k", "d_v", "d_o", "beta")
+
+
+def main_layer(sizes: Mapping) -> AttentionConfig:
+    """A chapter's main layer from its sizes: ``d = max(n, d_o)`` and the layer fields that ``sizes`` has.
+
+    The fields are ``n, h, h_kv, d_k, d_v, d_o, beta`` (``n``, ``h`` and ``d_k`` are needed).
+
+    The sweeps over ``n`` are then ``main_layer(sizes).at_length(n)``
+    (:meth:`gelib.AttentionConfig.at_length`); other keys of ``sizes`` (seeds,
+    the sweep's sizes, ...) are ignored.
+
+    >>> main_layer(dict(n=256, h=4, d_k=128, d_o=384, seeds=4)).describe()
+    'n=256, d=384, h/h_kv=4/4 (none), d_k=128, d_v=128, d_o=384, beta=1'
+    """
+    fields = {k: sizes[k] for k in _LAYER_FIELDS if k in sizes}
+    return AttentionConfig(d=max(sizes["n"], sizes.get("d_o", sizes["n"])), **fields)
+
+
+def explorer_sliders(cfg: AttentionConfig) -> dict[str, tuple]:
+    """The sliders of the chapters' layer explorers, ``name -> (value, min, max, step)``, starting at ``cfg``.
+
+    ``beta`` in ``[0.25, 2]``, ``h`` in ``1..16``, ``d_k`` and ``d_v`` in ``8..512`` (step
+    8), ``n`` in ``32..1024`` (step 32); for :func:`gelib.explore.explorer`.
+    """
+    return dict(
+        beta=(cfg.beta, 0.25, 2.0, 0.05),
+        h=(cfg.h, 1, 16),
+        d_k=(cfg.d_k, 8, 512, 8),
+        d_v=(cfg.d_v, 8, 512, 8),
+        n=(cfg.n, 32, 1024, 32),
+    )
+
+
+class Seed(NamedTuple):
+    """One seed of a layer: its draw, its Gaussian rows ``G`` (``(h, n, d_v)`` or ``None``), its noise key."""
+
+    draw: Draw
+    gaussian: jax.Array | None
+    noise: jax.Array
+
+
+def _gaussian(key: jax.Array, cfg: AttentionConfig) -> jax.Array:
+    """``(h, n, d_v)`` i.i.d. ``N(0, 1)`` entries from ``key``."""
+    return jax.random.normal(key, (cfg.h, cfg.n, cfg.d_v))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NestedDraws:
+    """Seeds of the largest layer ``big`` of a sweep; smaller layers are its leading blocks.
+
+    ``draws[s]`` is seed ``s``'s :class:`~gelib.sampling.Draw` of ``big``,
+    ``noise[s]`` its noise key and ``gaussians[s]`` (when sampled) the array
+    ``G`` of shape ``(big.h, big.n, big.d_v)`` drawn from ``noise[s]``.
+    """
+
+    big: AttentionConfig
+    draws: tuple[Draw, ...]
+    noise: tuple[jax.Array, ...]
+    gaussians: tuple[jax.Array, ...] | None = None
+
+    @classmethod
+    def sample(
+        cls,
+        big: AttentionConfig,
+        draw_keys: Sequence[jax.Array],
+        noise_keys: Sequence[jax.Array],
+        gaussians: bool = False,
+    ) -> NestedDraws:
+        """Seed ``s`` is ``sample_fast(draw_keys[s], big)`` with noise key ``noise_keys[s]``.
+
+        With ``gaussians=True`` every seed also gets ``G = N(0, 1)^{(h, n, d_v)}``
+        drawn from its noise key (the Gaussian rows of ``Y^G[Sigma]``).
+        """
+        if len(draw_keys) != len(noise_keys) or not len(draw_keys):
+            raise ValueError(
+                f"need as many draw keys as noise keys (at least one), got {len(draw_keys)} and {len(noise_keys)}"
+            )
+        draws = tuple(sample_fast(k, big) for k in draw_keys)
+        gauss = tuple(_gaussian(k, big) for k in noise_keys) if gaussians else None
+        return cls(big, draws, tuple(noise_keys), gauss)
+
+    @property
+    def seeds(self) -> int:
+        """The number of seeds."""
+        return len(self.draws)
+
+    def fits(self, cfg: AttentionConfig) -> bool:
+        """Whether ``cfg`` can be cut out of ``big``: same ``h``, ``h_kv`` and tying, no larger size."""
+        b = self.big
+        return (
+            (cfg.h, cfg.h_kv, cfg.tie_kv) == (b.h, b.h_kv, b.tie_kv)
+            and cfg.n <= b.n
+            and cfg.d_k <= b.d_k
+            and cfg.d_v <= b.d_v
+            and cfg.d_o <= b.d_o
+        )
+
+    def draw(self, cfg: AttentionConfig, s: int = 0) -> Draw:
+        """Seed ``s``'s draw of the layer ``cfg`` (leading blocks of ``draws[s]``)."""
+        return restrict(self.draws[s], cfg)
+
+    def gaussian(self, cfg: AttentionConfig, s: int = 0) -> jax.Array:
+        """Seed ``s``'s Gaussian rows at ``cfg``: the block ``G[:, :n, :d_v]`` (``(h, n, d_v)``)."""
+        if self.gaussians is None:
+            raise ValueError("these draws were sampled without Gaussian rows (gaussians=False)")
+        if not self.fits(cfg):
+            raise ConfigError(f"the layer ({cfg.describe()}) does not fit in ({self.big.describe()})")
+        return self.gaussians[s][:, : cfg.n, : cfg.d_v]
+
+    def seed(self, cfg: AttentionConfig, s: int = 0) -> Seed:
+        """Seed ``s`` of the layer ``cfg``: draw, Gaussian rows (or ``None``) and noise key."""
+        g = None if self.gaussians is None else self.gaussian(cfg, s)
+        return Seed(self.draw(cfg, s), g, self.noise[s])
+
+    def each(self, cfg: AttentionConfig) -> list[Seed]:
+        """Every seed of the layer ``cfg``, in order."""
+        return [self.seed(cfg, s) for s in range(self.seeds)]
+
+    def layer(self, cfg: AttentionConfig, draw_key: jax.Array, noise_key: jax.Array) -> Seed:
+        """The explorers' layer: seed 0 cut out when ``cfg`` fits, else a fresh draw.
+
+        A fresh layer is ``sample_fast(draw_key, cfg)`` with noise key
+        ``noise_key`` (and, when these draws carry Gaussian rows, ``G`` drawn
+        from ``noise_key``).
+        """
+        if self.fits(cfg):
+            return self.seed(cfg, 0)
+        g = None if self.gaussians is None else _gaussian(noise_key, cfg)
+        return Seed(sample_fast(draw_key, cfg), g, noise_key)

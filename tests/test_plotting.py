@@ -1,0 +1,133 @@
+"""The limit-law panels: what is drawn has the areas and masses it claims."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.patches import StepPatch  # noqa: E402
+
+from gelib.freeprob import affine, marchenko_pastur  # noqa: E402
+from gelib.plotting import at_atoms, density_curves, law_histograms, rate_panels  # noqa: E402
+from gelib.rates import fit_power_law  # noqa: E402
+
+P, N = 400, 160  # X X^T / N with X of size P x N: rank N, an atom 1 - N/P = 0.6 at 0
+
+
+@pytest.fixture(scope="module")
+def wishart():
+    x = np.random.default_rng(0).standard_normal((P, N))
+    return np.linalg.eigvalsh(x @ x.T / N), marchenko_pastur(P / N)
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _stairs(ax):
+    return [p for p in ax.patches if isinstance(p, StepPatch)]
+
+
+def _curves(ax):
+    return [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
+
+
+def test_at_atoms_finds_the_rank_deficit(wishart):
+    eigs, law = wishart
+    assert law.atoms()[0][0] == 0.0 and law.atoms()[0][1] == pytest.approx(0.6)
+    assert at_atoms(eigs, law).sum() == P - N
+    assert at_atoms(eigs.reshape(20, 20), law).shape == (20, 20)
+    assert not at_atoms(affine(law, 1.0, 1.0).grid(50), affine(law, 1.0, 1.0)).any()
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_histogram_and_curve_areas_are_the_continuous_mass(wishart, log):
+    eigs, law = wishart
+    fig, ax = plt.subplots()
+    law_histograms(ax, {"one draw": eigs}, law, bins=30, log=log)
+    (stairs,) = _stairs(ax)
+    heights, edges = stairs.get_data().values, stairs.get_data().edges
+    width = np.diff(np.log(edges)) if log else np.diff(edges)
+    free = eigs[~at_atoms(eigs, law)]
+    inside = np.mean((eigs >= edges[0]) & (eigs <= edges[-1]) & ~at_atoms(eigs, law))
+    # normalised by all P eigenvalues: the area is the fraction of continuous ones in range
+    assert np.sum(heights * width) == pytest.approx(inside, rel=1e-12)
+    assert inside == pytest.approx(free.size / P, abs=2 / P)
+    # the curve is rho(x) (linear) or x rho(x) against log x: both integrate to 1 - atom
+    (curve,) = _curves(ax)
+    x, y = curve.get_xdata(), curve.get_ydata()
+    area = np.trapezoid(y, np.log(x)) if log else np.trapezoid(y, x)
+    assert area == pytest.approx(1 - 0.6, rel=3e-2)
+
+
+def test_atom_stems_have_the_laws_mass_and_ticks_the_spectrum_fraction(wishart):
+    eigs, law = wishart
+    fig, ax = plt.subplots()
+    law_histograms(ax, {"one draw": eigs, "half": eigs[::2]}, law, bins=30, log=True)
+    twin = [a for a in fig.axes if a is not ax][0]
+    (stems,) = [c for c in twin.collections if isinstance(c, LineCollection)]
+    (seg,) = stems.get_segments()
+    assert seg[0, 1] == 0 and seg[1, 1] == pytest.approx(0.6)  # the law's mass
+    ticks = [line.get_ydata()[0] for line in twin.get_lines() if line.get_marker() == "_"]
+    assert ticks == [pytest.approx(np.mean(at_atoms(e, law))) for e in (eigs, eigs[::2])]
+    assert seg[0, 0] == pytest.approx(_stairs(ax)[0].get_data().edges[0])  # at 0: the left end
+    assert ax.get_xlim()[0] < seg[0, 0]  # and visible
+
+
+def test_one_law_per_histogram_equal_laws_drawn_once(wishart):
+    eigs, law = wishart
+    other = marchenko_pastur(0.5)
+    spectra = {"a": eigs, "b": eigs[::-1], "c": np.linspace(0.1, 2.8, 200)}
+    laws = {"a": law, "b": marchenko_pastur(P / N), "c": other}
+    fig, ax = plt.subplots()
+    law_histograms(
+        ax,
+        spectra,
+        laws,
+        log=True,
+        atoms="legend",
+        left_cut=0.01,
+        styles={"c": ("--", "limit law, other")},
+        legend=True,
+    )
+    curves = _curves(ax)
+    assert len(curves) == 2 and [c.get_linestyle() for c in curves] == ["-", "--"]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == ["a (+ atom 0.60 at 0)", "b (+ atom 0.60 at 0)", "c"]
+    assert labels[3:] == ["limit law", "limit law, other"]
+    assert len(fig.axes) == 1  # no stems
+    assert ax.get_xlim()[0] == pytest.approx(
+        np.quantile(np.concatenate([eigs[eigs > 1e-6 * law.sigma]] * 2 + [spectra["c"]]), 0.01)
+    )
+    fig, ax = plt.subplots()  # numerical zeros do not stretch the axis
+    law_histograms(ax, {"c": np.r_[1e-12, spectra["c"]]}, other, log=True, left_cut=0.0)
+    assert ax.get_xlim()[0] == pytest.approx(0.1)
+
+
+def test_density_curves_label_atoms():
+    fig, ax = plt.subplots()
+    density_curves(ax, [marchenko_pastur(2.0), marchenko_pastur(0.5)], ["two", "half"], log=True)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["two, atom 0.50 at 0", "half"]
+
+
+def test_rate_panels_fit_and_guide_line():
+    ns = (128, 256, 512, 1024)
+    rng = np.random.default_rng(2)
+    values = 3.0 * np.asarray(ns, float)[:, None] ** -0.8 * np.exp(0.05 * rng.standard_normal((4, 5)))
+    fig, axes = plt.subplots(1, 2)
+    fits = rate_panels(axes, ns, {"w1": values, "ks": 2 * values}, -0.5, guide_slope=-1.0, ylabels=("W1", "KS"))
+    assert fits[0].slope == pytest.approx(fit_power_law(ns, values).slope, rel=1e-12)
+    assert fits[1].slope == pytest.approx(fits[0].slope, rel=1e-9)
+    (guide,) = [line for line in axes[0].get_lines() if line.get_linestyle() == ":"]
+    x, y = guide.get_xdata(), guide.get_ydata()
+    assert np.allclose(np.diff(np.log(y)) / np.diff(np.log(x)), -1.0)
+    # through the geometric mean of the means
+    m = values.mean(axis=1)
+    at_mean = np.interp(np.mean(np.log(ns)), np.log(x), np.log(y))
+    assert at_mean == pytest.approx(np.mean(np.log(m)), abs=1e-12)
+    assert axes[1].get_ylabel() == "KS"
