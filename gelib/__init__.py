@@ -13,6 +13,8 @@ cancellations need it); pass ``dtype="float32"`` to a configuration for the
 faster single-precision path on accelerators.
 """
 
+from __future__ import annotations
+
 import jax
 
 jax.config.update("jax_enable_x64", True)

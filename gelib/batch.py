@@ -35,6 +35,14 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    # annotations only (nbformat is not a gelib dependency); where nbformat is named, Sphinx
+    # reads the annotations as written, so those spell out pathlib.Path (a bare Path does not resolve)
+    import pathlib
+
+    import nbformat
 
 __all__ = [
     "BatchError",
@@ -62,7 +70,7 @@ class BatchError(SystemExit):
 # --- chapters ---------------------------------------------------------------------
 
 
-def is_chapter(path) -> bool:
+def is_chapter(path: str | Path) -> bool:
     """A ``.md`` file whose front matter declares a Jupyter kernel."""
     path = Path(path)
     if path.suffix != ".md" or not path.is_file():
@@ -71,7 +79,7 @@ def is_chapter(path) -> bool:
     return head.startswith("---") and "\nkernelspec:" in head
 
 
-def load_chapter(path, parameters: dict | None = None):
+def load_chapter(path: str | pathlib.Path, parameters: dict | None = None) -> nbformat.NotebookNode:
     """The chapter as a notebook, with ``parameters`` injected after its parameters cell."""
     import jupytext
     from papermill.parameterize import parameterize_notebook
@@ -108,7 +116,7 @@ def toc_files(root: Path) -> list[str]:
     return files
 
 
-def glued_values(nb) -> dict:
+def glued_values(nb: nbformat.NotebookNode) -> dict:
     """Every value a notebook glued with myst-nb (``{name: text/plain}``)."""
     out = {}
     for cell in nb.cells:
@@ -198,7 +206,7 @@ def run_batch(
     force: bool = False,
     render: bool = True,
     timeout: int | None = None,
-    stream=None,
+    stream: TextIO | None = None,
 ) -> int:
     """Execute the chapters and render the book; returns the exit status (0 when
     every chapter ran and the book rendered, else 1).
@@ -341,7 +349,9 @@ def fill_missing_chapters(root: Path, run_dir: Path) -> list[str]:
     return missing
 
 
-def render_book(root: Path, run_dir: Path, strict: bool = True, stream=None, output: Path | None = None) -> int:
+def render_book(
+    root: Path, run_dir: Path, strict: bool = True, stream: TextIO | None = None, output: Path | None = None
+) -> int:
     """Render the executed mirror tree ``run_dir`` into ``<output>/_build/html``
     (``output`` defaults to ``root``) with Jupyter Book, execution off.
     ``strict``: nitpicky, warnings as errors (``-n -W``), so a broken

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .config import ConfigError
 
@@ -75,7 +75,7 @@ class Explorer:
         return ipywidgets.interactive(redraw, {"manual": True, "manual_name": "redraw"}, **controls)
 
 
-def slider_kind(value, lo, hi, step) -> type:
+def slider_kind(value: float, lo: float, hi: float, step: float) -> type:
     """``int`` when all four numbers are integers, else ``float``.
 
     >>> slider_kind(4, 1, 16, 1), slider_kind(1.0, 0.25, 2.0, 0.05)
@@ -89,7 +89,7 @@ def slider_kind(value, lo, hi, step) -> type:
     return int if all(isinstance(p, numbers.Integral) for p in parts) else float
 
 
-def explorer(fn: Callable[..., object], *, show: bool = True, **sliders) -> Explorer:
+def explorer(fn: Callable[..., object], *, show: bool = True, **sliders: Sequence[float]) -> Explorer:
     """Wrap ``fn`` as an :class:`Explorer`, draw its default state, offer sliders.
 
     Each keyword is a parameter of ``fn`` with its ``(value, min, max, step)``

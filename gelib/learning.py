@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -44,6 +44,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import scipy.interpolate
 import scipy.optimize
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 
 from .config import AttentionConfig, ConfigError
 from .freeprob import Law
@@ -96,13 +99,19 @@ def _is_law(mu) -> bool:
     return hasattr(mu, "integrate") and hasattr(mu, "atoms")
 
 
-def expect(mu, phi, phi0=None, zero_tol: float = 1e-10) -> np.ndarray:
+def expect(
+    mu: ArrayLike | Law,
+    phi: Callable[[np.ndarray], ArrayLike],
+    phi0: ArrayLike | None = None,
+    zero_tol: float = 1e-10,
+) -> np.ndarray:
     """``int phi dmu`` for eigenvalues (array ``(..., n)``) or a limit law.
 
     ``phi`` maps an array of points (last axis) to ``(k, points)`` or
-    ``(points,)``; ``phi0`` replaces ``phi(0)`` at zero eigenvalues (those
-    below ``zero_tol`` times the largest). For arrays the result is averaged
-    over every axis but ``phi``'s leading one.
+    ``(points,)``; ``phi0`` (shape ``(k,)`` or ``()``) replaces ``phi(0)`` at
+    zero eigenvalues (those below ``zero_tol`` times the largest). For arrays
+    the result is averaged over every axis but ``phi``'s leading one; it has
+    shape ``(k,)`` or ``()``.
     """
     if _is_law(mu):
         return np.asarray(mu.integrate(phi, phi0=phi0))
@@ -115,17 +124,25 @@ def expect(mu, phi, phi0=None, zero_tol: float = 1e-10) -> np.ndarray:
     return vals.mean(axis=-1)
 
 
-def training_loss(mu, t) -> np.ndarray:
-    """Relative training loss ``L(t) / L(0)`` (``sigma = 0``) at times ``t``."""
+def training_loss(mu: ArrayLike | Law, t: ArrayLike) -> np.ndarray:
+    """Relative training loss ``L(t) / L(0)`` (``sigma = 0``) at times ``t``.
+
+    ``mu``: eigenvalues (``(..., n)``) or a limit law, as in :func:`expect`;
+    ``t`` a number or shape ``(k,)``; the result has shape ``(k,)`` (``(1,)``
+    for a number).
+    """
     t = np.atleast_1d(np.asarray(t, dtype=float))
     num = expect(mu, lambda x: x * np.exp(-2 * t[:, None] * x), phi0=np.zeros_like(t))
     return num / expect(mu, lambda x: x, phi0=0.0)
 
 
-def coefficient_error(mu, t, n: int, d_o: int, sigma: float = 0.0) -> np.ndarray:
+def coefficient_error(mu: ArrayLike | Law, t: ArrayLike, n: int, d_o: int, sigma: float = 0.0) -> np.ndarray:
     """Relative coefficient error ``E||theta(t) - theta*||^2 / E||theta*||^2`` at times ``t``.
 
     ``t = np.inf`` gives the end of training (the minimum-norm interpolator).
+    ``mu``: eigenvalues (``(..., n)``) or a limit law, as in :func:`expect`;
+    ``t`` a number or shape ``(k,)``; the result has shape ``(k,)`` (``(1,)``
+    for a number).
     """
     t = np.atleast_1d(np.asarray(t, dtype=float))
     finite = np.isfinite(t)
@@ -152,8 +169,10 @@ def _mean_and_min(mu) -> tuple[float, float]:
     return float(lam.mean()), float(lam.min())
 
 
-def arrival_time(mu, epsilon: float = 0.1, t_max: float | None = None) -> float:
+def arrival_time(mu: ArrayLike | Law, epsilon: float = 0.1, t_max: float | None = None) -> float:
     """First time with ``L(t) / L(0) <= epsilon``, to relative precision 1e-10.
+
+    ``mu``: eigenvalues (any shape, pooled) or a limit law.
 
     ``L(t) / L(0) = int l e^{-2tl} dmu / m1`` falls from 1 to 0 for any
     spectrum in ``[0, inf)`` with mean ``m1 > 0`` (zero eigenvalues carry no
@@ -227,12 +246,12 @@ class PathPoint:
     n_params: int
 
 
-def fixed_output_path(base: AttentionConfig, heads) -> list[PathPoint]:
+def fixed_output_path(base: AttentionConfig, heads: Iterable[int]) -> list[PathPoint]:
     """Figure 2(c), fixed output: ``h`` varies, widths and ``d_O`` fixed."""
     return [PathPoint(c, n_params(c)) for c in (base.replace(h=h, h_kv=h) for h in heads)]
 
 
-def fixed_budget_path(base: AttentionConfig, heads, budget: int | None = None) -> list[PathPoint]:
+def fixed_budget_path(base: AttentionConfig, heads: Iterable[int], budget: int | None = None) -> list[PathPoint]:
     """Figure 2(c), fixed budget: ``h`` varies and ``d_O`` absorbs the change in ``N_par``.
 
     ``d_O = (budget - h d d_K - h d (d_K + d_V)) / (h d_V)``, rounded; the
@@ -251,7 +270,7 @@ def fixed_budget_path(base: AttentionConfig, heads, budget: int | None = None) -
     return out
 
 
-def shared_widths(base: AttentionConfig, kv_groups, budget: int | None = None) -> list[PathPoint]:
+def shared_widths(base: AttentionConfig, kv_groups: Iterable[int], budget: int | None = None) -> list[PathPoint]:
     """Figure 3(a), fixed ``N_par``: as ``h_KV`` falls, ``d_K = d_V = w`` grows.
 
     ``N_par = w (h d + 2 h_KV d + h d_O)`` is linear in ``w``; ``w`` is the
@@ -546,10 +565,11 @@ def on_width_boundary(cfg: AttentionConfig) -> bool:
     return a == b
 
 
-def readout_error(mu, cfg: AttentionConfig, t: float, sigma: float) -> float:
+def readout_error(mu: ArrayLike | Law, cfg: AttentionConfig, t: float, sigma: float) -> float:
     """The coefficient error :func:`coefficient_error` of ``cfg``'s readout at one time ``t``.
 
-    ``mu``: the limit law of ``cfg`` or sampled eigenvalues of its ``Y Y^T / n``.
+    ``mu``: the limit law of ``cfg`` or sampled eigenvalues of its ``Y Y^T / n``
+    (``(..., n)``).
     At ``t = inf`` (end of training) on a width boundary
     (:func:`on_width_boundary`) the limit is infinite and ``inf`` is returned
     without evaluating ``mu``.
@@ -589,17 +609,20 @@ def spread_off_boundary(points: Sequence[PathPoint], k: int) -> list[PathPoint]:
     return [ok[i] for i in idx]
 
 
-def simulate_readout(y, theta_star, noise, sigma: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+def simulate_readout(
+    y: ArrayLike, theta_star: np.ndarray, noise: np.ndarray, sigma: float, t: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Gradient flow on ``(1/2n) ||Y theta - y||^2`` from ``theta = 0``, solved exactly.
 
-    ``y`` is the ``n x d_o`` feature matrix, ``theta_star`` ``(reps, d_o)``
+    ``y`` is the feature matrix (``(n, d_o)``), ``theta_star`` ``(reps, d_o)``
     teachers and ``noise`` ``(reps, n)``; the targets of row ``r`` are
     ``Y theta*_r + sigma noise_r``. In the eigenbasis ``(lambda, u)`` of
     ``H = Y^T Y / n``, ``theta(t) = u (1 - e^{-t lambda}) / lambda u^T Y^T y / n``
     (the factor is ``t`` at ``lambda = 0``; at ``t = inf`` it is ``1 / lambda``,
     and 0 at ``lambda = 0``: the minimum-norm least-squares fit). Eigenvalues
     below ``1e-10`` of the largest count as 0. Returns the losses at ``t`` and
-    the squared coefficient errors ``||theta(t) - theta*||^2``, one per row.
+    the squared coefficient errors ``||theta(t) - theta*||^2``, one per row
+    (shape ``(reps,)`` each).
     """
     y = np.asarray(y, dtype=float)
     n = y.shape[0]
@@ -617,7 +640,7 @@ def simulate_readout(y, theta_star, noise, sigma: float, t: float) -> tuple[np.n
     return loss, np.sum((theta - theta_star) ** 2, axis=1)
 
 
-def teacher_errors(key: jax.Array, y, t: float, sigma: float, reps: int) -> np.ndarray:
+def teacher_errors(key: jax.Array, y: ArrayLike, t: float, sigma: float, reps: int) -> np.ndarray:
     """Squared coefficient errors of ``reps`` random teachers on the features ``y`` (``n x d_o``), ``(reps,)``.
 
     Teachers ``theta* ~ N(0, I / d_o)`` (so ``E ||theta*||^2 = 1``) and
@@ -641,9 +664,15 @@ class Crossing:
 
 
 def unit_crossings(
-    grid, values, exact: Callable[[float], float] | None = None, touch: float = 1e-3, xtol: float = 1e-7
+    grid: ArrayLike,
+    values: ArrayLike,
+    exact: Callable[[float], float] | None = None,
+    touch: float = 1e-3,
+    xtol: float = 1e-7,
 ) -> list[Crossing]:
     """Every point where a positive curve sampled on ``grid`` crosses 1.
+
+    ``grid`` (increasing) and ``values`` have shape ``(k,)``.
 
     Between neighbouring grid points where ``log(values)`` changes sign
     (points with ``|log value| < touch``, where the curve merely touches 1,
@@ -669,12 +698,14 @@ def unit_crossings(
     return out
 
 
-def compare_paths(h_fo, err_fo, h_fb, err_fb, d_o_fb) -> dict:
+def compare_paths(h_fo: ArrayLike, err_fo: ArrayLike, h_fb: ArrayLike, err_fb: ArrayLike, d_o_fb: ArrayLike) -> dict:
     """Where the fixed-budget path has the lower error than the fixed-output path (Figure 2(c)).
 
     ``h_*``: head counts of each path, ``err_*`` its errors (``inf`` allowed:
     an infinite error loses to any finite one), ``d_o_fb`` the output widths
-    of the fixed-budget path. At their common head counts, returns
+    of the fixed-budget path (``h_fo`` and ``err_fo`` of shape ``(k_fo,)``,
+    ``h_fb``, ``err_fb`` and ``d_o_fb`` of shape ``(k_fb,)``). At their common
+    head counts, returns
 
     * ``tail``: the smallest ``h`` from which the fixed-budget path wins at
       every common head count (``None`` if it loses at the last one);
@@ -728,7 +759,7 @@ def error_map_grid(
     ``h = n / d_v`` (the boundary ``h d_V = n``) is a column; output widths
     ``d_O = n 2^{k log2_step}`` (rounded) for the integers ``k`` with
     ``k log2_step`` in ``log2_range``, so that ``d_O = n`` is a row.
-    Returns ``(h, d_O)``, integer arrays.
+    Returns ``(h, d_O)``, 1-D integer arrays.
     """
     h_edge = n // d_v
     hs = np.r_[np.arange(h_edge, h_lo - 1, -h_step)[::-1], np.arange(h_edge + h_step, h_hi + 1, h_step)]
@@ -756,7 +787,7 @@ def sharing_across_figure(
     marks_w: dict,
     marks_b: dict,
     note: str,
-):
+) -> Figure:
     """Figure 3(a): arrival time against ``h_KV``, at fixed widths and at fixed ``N_par``.
 
     One panel per threshold ``epsilon`` (the keys of ``curves_w``):
@@ -804,7 +835,7 @@ def sharing_across_figure(
     return fig
 
 
-def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks: dict, note: str):
+def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks: dict, note: str) -> Figure:
     """Figure 3(b): arrival time of two sharing schemes against the head count, in two time units.
 
     ``layers`` gives the head counts and widths of the sweep (one layer per
@@ -845,11 +876,13 @@ def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks
     return fig
 
 
-def loss_figure(layers: Sequence[AttentionConfig], t, curves: dict, marks: dict, note: str, epsilon: float = 0.1):
+def loss_figure(
+    layers: Sequence[AttentionConfig], t: ArrayLike, curves: dict, marks: dict, note: str, epsilon: float = 0.1
+) -> Figure:
     """Figure 2(a): the relative training loss ``L(t) / L(0)`` of several layers, log-log.
 
-    ``curves[h]``: the GE loss of the layer with ``h`` heads at the times
-    ``t``; ``marks[h]``: ``(time, summary)`` pairs of its softmax markers.
+    ``curves[h]``: the GE loss (shape ``(k,)``) of the layer with ``h`` heads at
+    the times ``t`` (shape ``(k,)``); ``marks[h]``: ``(time, summary)`` pairs of its softmax markers.
     A dotted line marks the threshold ``epsilon``. Returns the figure.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -877,8 +910,11 @@ def loss_figure(layers: Sequence[AttentionConfig], t, curves: dict, marks: dict,
     return fig
 
 
-def width_boundaries(ax, n: int, hs, d_v: int = 64, label: bool = True) -> None:
-    """The dotted width boundaries ``d_O = n``, ``h d_V = n`` and ``h d_V = d_O`` on an ``(h, d_O / n)`` map."""
+def width_boundaries(ax: Axes, n: int, hs: ArrayLike, d_v: int = 64, label: bool = True) -> None:
+    """The dotted width boundaries ``d_O = n``, ``h d_V = n`` and ``h d_V = d_O`` on an ``(h, d_O / n)`` map.
+
+    ``hs``: the head counts of the map, 1-D and increasing (the diagonal spans them).
+    """
     kw = dict(color="black", ls=":", lw=1.1)
     ax.axhline(1.0, **kw)
     ax.axvline(n / d_v, **kw)
@@ -886,7 +922,7 @@ def width_boundaries(ax, n: int, hs, d_v: int = 64, label: bool = True) -> None:
     ax.plot(hh, hh * d_v / n, **kw, label="width boundaries" if label else None)
 
 
-def budget_paths(ax, fixed_output: Sequence[PathPoint], fixed_budget: Sequence[PathPoint]) -> None:
+def budget_paths(ax: Axes, fixed_output: Sequence[PathPoint], fixed_budget: Sequence[PathPoint]) -> None:
     """The fixed-output and fixed-budget paths on an ``(h, d_O / n)`` map."""
     n = fixed_output[0].cfg.n
     ax.plot(
@@ -913,8 +949,8 @@ _READING_TITLES = {"end": "end of training ($t = \\infty$)", "early": "early sto
 
 
 def error_map_figure(
-    hs,
-    d_os,
+    hs: ArrayLike,
+    d_os: ArrayLike,
     maps: dict,
     fixed_output: Sequence[PathPoint],
     fixed_budget: Sequence[PathPoint],
@@ -922,10 +958,12 @@ def error_map_figure(
     sigma: float,
     note: str,
     vmax: dict | None = None,
-):
+) -> Figure:
     """Figure 2(b): ``log10`` of the coefficient error over ``(h, d_O / n)``, with the boundaries and the paths.
 
-    ``maps[reading]`` (``"end"``, ``"early"``) has shape ``(len(d_os), len(hs))``;
+    ``hs`` (increasing, equally spaced) and ``d_os`` (increasing) are 1-D, as
+    from :func:`error_map_grid`; ``maps[reading]`` (``"end"``, ``"early"``) has
+    shape ``(len(d_os), len(hs))``;
     infinite cells (on the Y-shaped ridge where the two smallest widths
     meet) take the top colour. ``vmax[reading]``: the top of each colour
     scale. Returns the figure.
@@ -966,7 +1004,7 @@ def error_map_figure(
     return fig
 
 
-def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: str):
+def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: str) -> Figure:
     """Figure 2(c): the coefficient error along the paths, one panel per reading.
 
     ``curves[path]`` holds ``"h"``, the errors of each reading (``"end"``,
@@ -1003,19 +1041,19 @@ def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: 
 
 
 def ratio_figure(
-    betas,
+    betas: ArrayLike,
     ratios: dict,
-    marks,
+    marks: Sequence[tuple[float, Summary]],
     crossings: Sequence[Crossing],
     layer: AttentionConfig,
     t_early: float,
     note: str,
     pair: str = "(64, 192)\\,/\\,(128, 128)",
-):
+) -> Figure:
     """Figure 2(d): the error ratio of two layers across ``beta``, against the unit line.
 
     ``ratios["end"]`` (solid) and ``ratios["early"]`` (dashed) are the GE
-    ratios on ``betas``; ``marks`` lists ``(beta, summary)`` of the softmax
+    ratios on ``betas`` (shape ``(k,)`` each); ``marks`` lists ``(beta, summary)`` of the softmax
     ratios (end of training); each crossing of the end-of-training curve is
     a dotted vertical. ``layer`` names ``n`` and ``h`` in the title, ``pair``
     (TeX) the two layers on the y-axis. Returns the figure.

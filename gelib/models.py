@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .config import AttentionConfig, ConfigError
 from .sampling import Draw
@@ -97,29 +99,38 @@ def check_models(models) -> tuple[str, ...]:
 # --- scalar pieces ------------------------------------------------------------
 
 
-def f(x, beta):
-    """``f(x) = exp(beta x - beta^2 / 2) - 1`` (Table A.4): mean zero for x ~ N(0,1)."""
+def f(x: ArrayLike, beta: float | jax.Array) -> jax.Array:
+    """``f(x) = exp(beta x - beta^2 / 2) - 1`` (Table A.4): mean zero for x ~ N(0,1).
+
+    Elementwise: ``x`` of any shape, the result of that shape.
+    """
     return jnp.expm1(beta * x - beta**2 / 2)
 
 
-def scores(q_r, k_g):
-    """``S_r = Q_r K_g^T / sqrt(d_k)`` (``n x n``)."""
+def scores(q_r: jax.Array, k_g: jax.Array) -> jax.Array:
+    """``S_r = Q_r K_g^T / sqrt(d_k)``, ``(n, n)``, from ``q_r`` and ``k_g`` of shape ``(n, d_k)``."""
     return q_r @ k_g.T / jnp.sqrt(jnp.asarray(q_r.shape[-1], q_r.dtype))
 
 
-def attention(s, beta):
-    """Row softmax of ``beta S``, computed stably (the row maximum is subtracted)."""
+def attention(s: jax.Array, beta: float | jax.Array) -> jax.Array:
+    """Row softmax of ``beta S``, computed stably (the row maximum is subtracted).
+
+    ``s`` has shape ``(..., n, n)`` (rows on the last axis); the result has its shape.
+    """
     return jax.nn.softmax(beta * s, axis=-1)
 
 
-def row_mean(q_r, beta):
-    """``E[f(S_ij) | q_i] = exp(beta^2 (|q_i|^2 / d_k - 1) / 2) - 1`` over Gaussian keys."""
+def row_mean(q_r: jax.Array, beta: float | jax.Array) -> jax.Array:
+    """``E[f(S_ij) | q_i] = exp(beta^2 (|q_i|^2 / d_k - 1) / 2) - 1`` over Gaussian keys.
+
+    ``q_r`` has shape ``(..., n, d_k)`` (queries ``q_i`` on the last axis); the result ``(..., n)``.
+    """
     d_k = q_r.shape[-1]
     return jnp.expm1(beta**2 * (jnp.sum(q_r**2, axis=-1) / d_k - 1) / 2)
 
 
-def kernel_f(k_g, beta):
-    """The exact kernel ``E_q[f-ring(K q / sqrt d_k) f-ring(.)^T]`` (``n x n``).
+def kernel_f(k_g: jax.Array, beta: float | jax.Array) -> jax.Array:
+    """The exact kernel ``E_q[f-ring(K q / sqrt d_k) f-ring(.)^T]``, ``(n, n)``, of the keys ``k_g`` (``(n, d_k)``).
 
     ``f-ring_j(q) = e^{beta a_j - beta^2/2} - M(q)`` with ``a = K q / sqrt(d_k)``,
     ``M(q) = exp(beta^2 |q|^2 / (2 d_k) - beta^2 / 2)`` and ``q ~ N(0, I)``; the
@@ -138,8 +149,8 @@ def kernel_f(k_g, beta):
     return pair - cross[:, None] - cross[None, :] + m2
 
 
-def kernel_mean(k_g, beta):
-    """``E_q[f-ring(K q / sqrt d_k)]`` (``n``), the rows' mean given the keys.
+def kernel_mean(k_g: jax.Array, beta: float | jax.Array) -> jax.Array:
+    """``E_q[f-ring(K q / sqrt d_k)]`` (``(n,)``), the rows' mean given the keys ``k_g`` (``(n, d_k)``).
 
     ``exp(beta^2 |k_j|^2 / (2 d_k) - beta^2 / 2) - e^{-beta^2/2} (1 - gamma)^{-d_k/2}``:
     not exactly zero at finite ``d_k`` (it is ``O(1/sqrt(d_k))`` per entry), so
@@ -153,8 +164,8 @@ def kernel_mean(k_g, beta):
     return jnp.exp(beta**2 * sq / (2 * d_k) - beta**2 / 2) - jnp.exp(-(beta**2) / 2 - d_k / 2 * jnp.log1p(-gamma))
 
 
-def kernel_g(k_g, beta):
-    """The linearised kernel ``beta^2 K K^T / d_k + alpha^2 I_n``."""
+def kernel_g(k_g: jax.Array, beta: float | jax.Array) -> jax.Array:
+    """The linearised kernel ``beta^2 K K^T / d_k + alpha^2 I_n``, ``(n, n)``, of the keys ``k_g`` (``(n, d_k)``)."""
     n, d_k = k_g.shape
     alpha2 = jnp.expm1(beta**2) - beta**2
     return beta**2 * (k_g @ k_g.T) / d_k + alpha2 * jnp.eye(n, dtype=k_g.dtype)
@@ -238,10 +249,11 @@ def _yg_reduced(draw: Draw, cfg: AttentionConfig, z_key):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
-def yg_literal(z_key: jax.Array, draw: Draw, cfg: AttentionConfig):
+def yg_literal(z_key: jax.Array, draw: Draw, cfg: AttentionConfig) -> jax.Array:
     """``Y^G``'s heads as written, ``(beta Q_r K_g^T / sqrt(d_k) + alpha Z_r) V_g / sqrt(n)``,
     with the ``n x n`` noise ``Z_r`` drawn: the definition, for teaching and
-    for testing the reduced form used by ``build("yg", ...)`` (same law)."""
+    for testing the reduced form used by ``build("yg", ...)`` (same law).
+    Shape ``(h, n, d_v)``, as :func:`head_outputs`."""
     n = cfg.n
     rn = jnp.sqrt(jnp.asarray(n, draw.q.dtype))
     alpha = jnp.sqrt(jnp.asarray(cfg.alpha2, draw.q.dtype))
@@ -253,7 +265,7 @@ def yg_literal(z_key: jax.Array, draw: Draw, cfg: AttentionConfig):
     return _per_head(one, draw, cfg)
 
 
-def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None):
+def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None) -> jax.Array:
     """Per-head outputs ``U_r`` (``(h, n, d_v)``) of one model of Table 1.
 
     ``key`` (keyword only) is the noise key of the Gaussian models (``yg_sigma_f``,
@@ -299,19 +311,22 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array
     return _per_head(one, draw, cfg)
 
 
-def output(u, w_o):
-    """``Y = sum_r U_r W^O_r`` (``n x d_o``) from per-head outputs."""
+def output(u: jax.Array, w_o: jax.Array) -> jax.Array:
+    """``Y = sum_r U_r W^O_r`` (``(n, d_o)``) from per-head outputs.
+
+    ``u`` has shape ``(h, n, d_v)`` (:func:`head_outputs`), ``w_o`` shape ``(h, d_v, d_o)``.
+    """
     return jnp.einsum("rnv,rvo->no", u, w_o)
 
 
 @functools.partial(jax.jit, static_argnames=("model", "cfg"))
-def build(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None):
-    """The ``n x d_o`` output ``Y`` of one model of Table 1."""
+def build(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None) -> jax.Array:
+    """The output ``Y`` (``(n, d_o)``) of one model of Table 1; ``key`` as in :func:`head_outputs`."""
     return output(head_outputs(model, draw, cfg, key=key), draw.w_o)
 
 
 @functools.partial(jax.jit, static_argnames=("models", "cfg"))
-def build_all(models: tuple[str, ...], draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None):
+def build_all(models: tuple[str, ...], draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None) -> jax.Array:
     """Outputs of several models from the same draw and noise key, stacked ``(m, n, d_o)``.
 
     ``key`` (keyword only) is the noise key; it is needed only when a Gaussian
@@ -414,8 +429,8 @@ def centering_norm2(n: int, d_k: int, beta: float) -> float:
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
-def kernel_error(draw: Draw, cfg: AttentionConfig):
-    """Normalised Frobenius error ``||kernel_f - kernel_G||_F / sqrt(n)`` per KV group.
+def kernel_error(draw: Draw, cfg: AttentionConfig) -> jax.Array:
+    """Normalised Frobenius error ``||kernel_f - kernel_G||_F / sqrt(n)`` per KV group, ``(h_kv,)``.
 
     Table 1, row 5: predicted ``O(sqrt(log n / n))`` at fixed ratios ``d_k / n``.
     """
@@ -427,8 +442,11 @@ def kernel_error(draw: Draw, cfg: AttentionConfig):
     return jax.lax.map(one, draw.k)
 
 
-def numerical_rank(a, rtol: float | None = None) -> int:
-    """Number of singular values above ``rtol * s_max`` (default ``max(shape) * eps * 10``)."""
+def numerical_rank(a: ArrayLike, rtol: float | None = None) -> int:
+    """Number of singular values above ``rtol * s_max`` (default ``max(shape) * eps * 10``).
+
+    ``a`` is a matrix, ``(m, k)``.
+    """
     a = np.asarray(a)
     s = np.linalg.svd(a, compute_uv=False)
     if rtol is None:
@@ -439,7 +457,9 @@ def numerical_rank(a, rtol: float | None = None) -> int:
 # --- second moments of the rows: Gaussian rows with a given G, Sigma (Table 1, rows 4-6) ---
 
 
-def value_second_moments(kernel, draw: Draw, cfg: AttentionConfig) -> jax.Array:
+def value_second_moments(
+    kernel: Callable[[jax.Array, float], jax.Array], draw: Draw, cfg: AttentionConfig
+) -> jax.Array:
     """``M_g = V_g^T kernel(K_g) V_g / n`` for every key/value group, ``(h_kv, d_v, d_v)``.
 
     ``kernel`` is :func:`kernel_f` or :func:`kernel_g` (any ``(k_g, beta) ->
@@ -503,19 +523,20 @@ def quadratic_forms(u: jax.Array, m: jax.Array, cfg: AttentionConfig) -> tuple[j
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "cfg"))
-def sigma(kernel, draw: Draw, cfg: AttentionConfig) -> jax.Array:
+def sigma(kernel: Callable[[jax.Array, float], jax.Array], draw: Draw, cfg: AttentionConfig) -> jax.Array:
     """``Sigma = (1/n) sum_r W^O_r^T V_g^T kernel(K_g) V_g W^O_r``, ``(d_o, d_o)``.
 
     With :func:`kernel_f` this is ``Sigma_f`` (the second moment of a row of
     ``Y-ring^f`` given ``K, V, W^O``, up to the cross-head terms of its mean),
     with :func:`kernel_g` it is ``Sigma_G``, the covariance of a row of ``Y^G``.
+    ``kernel`` as in :func:`value_second_moments`.
     """
     m = value_second_moments(kernel, draw, cfg)
     group = jnp.arange(cfg.h) // cfg.group_size
     return jnp.einsum("rvo,rvw,rwp->op", draw.w_o, m[group], draw.w_o)
 
 
-def form_deviation(forms, exact) -> np.ndarray:
+def form_deviation(forms: np.ndarray | jax.Array, exact: np.ndarray | jax.Array) -> np.ndarray:
     """Relative mean absolute deviation of quadratic forms from their conditional means, per head.
 
     ``forms`` (``(h, n)``) and ``exact`` (``(h,)``) as returned by
@@ -523,7 +544,7 @@ def form_deviation(forms, exact) -> np.ndarray:
     control of quadratic-form concentration (predicted ``O(n^{-1/2})`` at fixed
     ratios). The mean absolute deviation, not the sample variance: for
     log-normal entries a sample variance over ``n`` rows is dominated by a
-    handful of rows.
+    handful of rows. Shape ``(h,)``.
     """
     return np.mean(np.abs(forms - exact[:, None]), axis=-1) / exact
 
@@ -597,7 +618,7 @@ def sigma_mean_ratio(d_k: int, beta: float) -> float:
     return kernel_f_diagonal_mean(d_k, beta) / math.expm1(beta**2)
 
 
-def hermite_coefficients(fn, degree: int, nodes: int = 80) -> np.ndarray:
+def hermite_coefficients(fn: Callable[[jax.Array], ArrayLike], degree: int, nodes: int = 80) -> np.ndarray:
     """Hermite coefficients ``c_k = E[fn(x) He_k(x)] / k!``, ``k = 0..degree``, for ``x ~ N(0, 1)``.
 
     ``He_k`` are the probabilists' Hermite polynomials, so that
@@ -605,7 +626,8 @@ def hermite_coefficients(fn, degree: int, nodes: int = 80) -> np.ndarray:
     for standard Gaussians with correlation ``rho``. Gauss-Hermite quadrature
     with ``nodes`` nodes (exact for polynomials ``fn`` of degree below
     ``2 nodes - degree``). For :func:`f` the coefficients are ``beta^k / k!``
-    (``k >= 1``). ``fn`` maps an array of nodes to an array of values.
+    (``k >= 1``). ``fn`` maps an array of nodes (``(nodes,)``) to an array of
+    values of that shape. Returns shape ``(degree + 1,)``.
     """
     x, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / math.sqrt(2 * math.pi)  # expectations under N(0, 1)
@@ -633,8 +655,8 @@ def conditional_covariances(
     models: tuple[str, ...],
     draw: Draw,
     cfg: AttentionConfig,
-    copy_keys,
-    checkpoints,
+    copy_keys: Sequence[tuple[jax.Array, jax.Array]],
+    checkpoints: Iterable[int],
 ) -> np.ndarray:
     """Sample covariances of the rows with ``K, V, W^O`` fixed: ``(len(checkpoints), len(models), d_o, d_o)``.
 
@@ -663,7 +685,7 @@ def conditional_covariances(
     return np.array(out)
 
 
-def step_distances(spectra: dict, steps) -> tuple[dict, dict, dict, dict]:
+def step_distances(spectra: dict, steps: Iterable[tuple[str, str]]) -> tuple[dict, dict, dict, dict]:
     """How far each step of Table 1 moves the spectrum: distances between pairs of models, over seeds.
 
     ``spectra[m]`` holds the eigenvalues of model ``m`` (``(seeds, n)``, e.g. from

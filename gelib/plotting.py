@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 
+from .freeprob import Law
 from .rates import PowerFit, fit_power_law
+from .spectra import Summary
 
 __all__ = [
     "use_style",
@@ -42,10 +50,18 @@ def use_style() -> None:
     )
 
 
-def spectra_histograms(ax, spectra: dict, bins: int = 60, range_=None, density_curve=None):
-    """Overlaid step histograms of eigenvalues (``{label: array}``, all seeds pooled).
+def spectra_histograms(
+    ax: Axes,
+    spectra: dict,
+    bins: int = 60,
+    range_: tuple[float, float] | None = None,
+    density_curve: tuple[ArrayLike, ArrayLike, str] | None = None,
+) -> Axes:
+    """Overlaid step histograms of eigenvalues (``{label: array}``, any shape, all seeds pooled).
 
-    ``density_curve``: optional ``(x, density, label)`` drawn in black over them.
+    ``density_curve``: optional ``(x, density, label)`` drawn in black over them
+    (``x`` and ``density`` of shape ``(k,)``); ``range_`` the histograms' range
+    (default: 0 to 1.05 times the largest 99.9 % quantile). Returns ``ax``.
     """
     pooled = {k: np.ravel(v) for k, v in spectra.items()}
     if range_ is None:
@@ -62,13 +78,13 @@ def spectra_histograms(ax, spectra: dict, bins: int = 60, range_=None, density_c
     return ax
 
 
-def log_histograms(ax, spectra: dict, bins: int = 60):
-    """Step histograms of ``log10`` eigenvalues (``{label: array}``, all seeds pooled).
+def log_histograms(ax: Axes, spectra: dict, bins: int = 60) -> Axes:
+    """Step histograms of ``log10`` eigenvalues (``{label: array}``, any shape, all seeds pooled).
 
     For spectra that spread over several decades, where a logarithmic axis
     shows their shape better than :func:`spectra_histograms` (linear bins).
     Eigenvalues are clipped at ``1e-12`` (exact zeros); the range runs from
-    the 0.2 % quantile to the largest value.
+    the 0.2 % quantile to the largest value. Returns ``ax``.
     """
     pooled = {k: np.log10(np.clip(np.ravel(v), 1e-12, None)) for k, v in spectra.items()}
     lo = min(float(np.quantile(v, 0.002)) for v in pooled.values())
@@ -81,12 +97,20 @@ def log_histograms(ax, spectra: dict, bins: int = 60):
     return ax
 
 
-def spectra_pair(axes, a, b, labels, title: str = "", slope: float | None = None):
+def spectra_pair(
+    axes: Sequence[Axes],
+    a: ArrayLike,
+    b: ArrayLike,
+    labels: Sequence[str],
+    title: str = "",
+    slope: float | None = None,
+) -> Sequence[Axes]:
     """Two spectra side by side: histograms (``axes[0]``) and quantiles (``axes[1]``).
 
     ``a`` and ``b`` have shape ``(seeds, n)``; the histograms pool all seeds,
     the quantile-quantile plot shows seed 0 of ``a`` against seed 0 of ``b``
     with the diagonal (and, given ``slope``, the dashed line ``y = slope x``).
+    ``labels`` names ``a`` and ``b``. Returns ``axes``.
     """
     spectra_histograms(axes[0], {labels[0]: a, labels[1]: b})
     axes[0].set_title(title)
@@ -101,16 +125,18 @@ def spectra_pair(axes, a, b, labels, title: str = "", slope: float | None = None
     return axes
 
 
-def label_ns(ax, ns) -> None:
+def label_ns(ax: Axes, ns: Sequence[int]) -> None:
     """Tick exactly the sizes ``ns`` of a sweep on a logarithmic x-axis."""
     ax.set_xticks(ns, [str(v) for v in ns])
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
 
 
-def rate_plot(ax, ns, values, predicted_slope: float, label: str, color=None) -> PowerFit:
+def rate_plot(
+    ax: Axes, ns: ArrayLike, values: ArrayLike, predicted_slope: float, label: str, color: str | None = None
+) -> PowerFit:
     """Log-log plot of a control quantity against ``n`` with its fitted and predicted slope.
 
-    ``values`` has shape ``(len(ns), seeds)``; markers show the mean over
+    ``ns`` has shape ``(k,)`` and ``values`` shape ``(k, seeds)``; markers show the mean over
     seeds with the min-max range, the solid line the fit, the dashed line the
     predicted slope through the same geometric-mean point.
     """
@@ -135,7 +161,7 @@ def rate_plot(ax, ns, values, predicted_slope: float, label: str, color=None) ->
     return fit
 
 
-def close(fig) -> None:
+def close(fig: Figure) -> None:
     """Close a figure after it was glued, so it is not displayed twice."""
     plt.close(fig)
 
@@ -147,7 +173,7 @@ def close(fig) -> None:
 __all__ += ["at_atoms", "law_histograms", "density_curves", "bound_plot", "rate_panels"]
 
 
-def at_atoms(eigs, law, tol: float = 1e-6) -> np.ndarray:
+def at_atoms(eigs: ArrayLike, law: Law, tol: float = 1e-6) -> np.ndarray:
     """Mask of the eigenvalues that sit at an atom of ``law``: ``|x - loc| <= tol * law.sigma``
     for some atom location ``loc``. ``eigs`` of any shape; the mask has its shape."""
     eigs = np.asarray(eigs, dtype=float)
@@ -158,14 +184,14 @@ def at_atoms(eigs, law, tol: float = 1e-6) -> np.ndarray:
 
 
 def law_histograms(
-    ax,
+    ax: Axes,
     spectra: dict,
-    law,
+    law: Law | dict[str, Law],
     *,
     title: str = "",
     bins: int = 50,
     log: bool = False,
-    colors=COLORS,
+    colors: Sequence[str] = COLORS,
     atoms: str = "stems",
     left_cut: float | None = None,
     styles: dict | None = None,
@@ -173,7 +199,7 @@ def law_histograms(
     legend: bool = False,
     xlabel: str | None = None,
     tol: float = 1e-6,
-):
+) -> Axes:
     """Histograms of eigenvalues with the density of their limit law in black over them.
 
     ``spectra`` is ``{label: eigenvalues}`` (any shape, all seeds pooled);
@@ -274,7 +300,7 @@ def law_histograms(
     return ax
 
 
-def density_curves(ax, laws, labels, title: str = "", log: bool = False):
+def density_curves(ax: Axes, laws: Sequence[Law], labels: Sequence[str], title: str = "", log: bool = False) -> Axes:
     """The densities of several laws (``log=True``: the density of ``log x``,
     ``x rho(x)``, on a logarithmic axis, from ``1e-4 sigma``); each label notes
     the law's atom at 0. Returns ``ax``."""
@@ -297,15 +323,15 @@ def density_curves(ax, laws, labels, title: str = "", log: bool = False):
 
 
 def bound_plot(
-    ax,
-    ns,
+    ax: Axes,
+    ns: Sequence[int],
     values: dict,
-    bounds,
+    bounds: Sequence[float],
     exponent: float = -0.5,
     ylabel: str = "",
     bound_label: str = r"bounds $C/\sqrt{n}$",
-    colors=COLORS,
-):
+    colors: Sequence[str] = COLORS,
+) -> Axes:
     """A distance against ``n`` with the bound ``C n^exponent`` asserted on it, on log-log axes.
 
     ``values`` is ``{label: array (len(ns), seeds)}`` (markers and line: the
@@ -332,7 +358,12 @@ def bound_plot(
 
 
 def rate_panels(
-    axes, ns, values: dict, predicted_slope: float, guide_slope: float | None = None, ylabels=None
+    axes: Sequence[Axes],
+    ns: Sequence[int],
+    values: dict,
+    predicted_slope: float,
+    guide_slope: float | None = None,
+    ylabels: Sequence[str | None] | None = None,
 ) -> list[PowerFit]:
     """One :func:`rate_plot` per axis: ``values`` is ``{label: array (len(ns), seeds)}``;
     with ``guide_slope`` a dotted black line of that slope through the geometric
@@ -359,25 +390,25 @@ __all__ += ["ge_and_mha", "log2_axis", "tex_sci"]
 
 
 def ge_and_mha(
-    ax,
-    x,
-    curve,
-    marks=(),
+    ax: Axes,
+    x: ArrayLike,
+    curve: ArrayLike,
+    marks: Sequence[tuple[float, Summary]] = (),
     *,
-    color,
+    color: str,
     label: str | None = None,
     mark_label: str | None = None,
     offset: float = 1.0,
     ms: float = 4,
-    **curve_kw,
-):
+    **curve_kw: Any,
+) -> Axes:
     """A GE curve and its softmax markers, in one colour.
 
-    ``curve`` (same length as ``x``) is drawn as a line, with a gap at
+    ``curve`` (shape ``(k,)``, as ``x``) is drawn as a line, with a gap at
     infinite values (a divergence); ``marks`` is a sequence of
     ``(x, summary)`` pairs (:class:`gelib.spectra.Summary`), drawn as open
     circles with their 95 % interval, at ``x * offset`` (to separate two
-    series on a logarithmic axis). Extra keywords go to the line.
+    series on a logarithmic axis). Extra keywords go to the line. Returns ``ax``.
     """
     y = np.asarray(curve, dtype=float)
     kw = dict(lw=1.6) | curve_kw
@@ -398,7 +429,7 @@ def ge_and_mha(
     return ax
 
 
-def log2_axis(ax, ticks, labels=None) -> None:
+def log2_axis(ax: Axes, ticks: Sequence[float], labels: Sequence[str] | None = None) -> None:
     """A base-2 logarithmic x-axis ticked exactly at ``ticks`` (labels: the values, or ``labels``)."""
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(ticks), [str(t) for t in ticks] if labels is None else list(labels))

@@ -9,6 +9,7 @@ source: the model's published configuration or paper.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from .config import AttentionConfig, ConfigError
 
@@ -164,6 +165,6 @@ def get_preset(name: str) -> Preset:
         raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
 
 
-def preset_config(name: str, **overrides) -> AttentionConfig:
+def preset_config(name: str, **overrides: Any) -> AttentionConfig:
     """The :class:`AttentionConfig` of a named preset, with optional overrides."""
     return get_preset(name).config(**overrides)

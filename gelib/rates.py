@@ -12,10 +12,17 @@ and :func:`plot_distance_rates`; :func:`sample_covariance_error` is the exact
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.stats
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    # annotations only (matplotlib is imported by the plots, not by the fits); where it is named,
+    # Sphinx reads the annotations as written, so they spell out matplotlib.axes.Axes
+    import matplotlib.axes
 
 __all__ = [
     "PowerFit",
@@ -39,11 +46,11 @@ class PowerFit:
         return self.prefactor * np.asarray(x, dtype=float) ** self.slope
 
 
-def fit_power_law(x, y) -> PowerFit:
+def fit_power_law(x: ArrayLike, y: ArrayLike) -> PowerFit:
     """Least-squares fit of ``log y = slope log x + c`` over all points.
 
-    ``y`` may hold several values per ``x`` (shape ``(len(x), seeds)``); every
-    value is one point of the fit.
+    ``x`` has shape ``(k,)``; ``y`` shape ``(k,)`` or, with several values per
+    ``x``, ``(k, seeds)``: every value is one point of the fit.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -58,7 +65,7 @@ def fit_power_law(x, y) -> PowerFit:
     return PowerFit(float(res.slope), float(np.exp(res.intercept)), half)
 
 
-def sample_covariance_error(sigma: np.ndarray, rows) -> np.ndarray:
+def sample_covariance_error(sigma: np.ndarray, rows: ArrayLike) -> np.ndarray:
     """Expected relative error of the sample covariance of ``N`` Gaussian rows: ``N^{-1/2}`` with its constant.
 
     For i.i.d. rows ``y ~ N(0, Sigma)`` (``Sigma`` of shape ``(d, d)``) and
@@ -102,7 +109,9 @@ class DistanceRates:
     fits: dict
 
 
-def plot_distance_rates(axes, pairs: Mapping[int, np.ndarray], predicted_slope: float = -1.0) -> DistanceRates:
+def plot_distance_rates(
+    axes: Sequence[matplotlib.axes.Axes], pairs: Mapping[int, np.ndarray], predicted_slope: float = -1.0
+) -> DistanceRates:
     """The two-panel rate figure of a step of Table 1: relative W1 (``axes[0]``) and KS (``axes[1]``) against ``n``.
 
     ``pairs[n]`` has shape ``(seeds, 2, n)`` (see :func:`sweep_distances`).

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from numpy.typing import DTypeLike
 
 from .config import AttentionConfig, ConfigError
 
@@ -83,8 +84,8 @@ def sample_fast(key: jax.Array, cfg: AttentionConfig) -> Draw:
     return Draw(q, k, v, _output_weights(ko, cfg, dtype))
 
 
-def input_matrix(key: jax.Array, n: int, d: int, dtype=jnp.float64) -> jax.Array:
-    """``X = sqrt(d) * (n orthonormal rows, Haar-distributed)``, so ``X X^T / d = I_n``.
+def input_matrix(key: jax.Array, n: int, d: int, dtype: DTypeLike = jnp.float64) -> jax.Array:
+    """``X = sqrt(d) * (n orthonormal rows, Haar-distributed)``, shape ``(n, d)``, so ``X X^T / d = I_n``.
 
     From the QR decomposition of a ``d x n`` Gaussian matrix, with the signs
     of ``R``'s diagonal moved into ``Q`` so that the rows are exactly Haar.

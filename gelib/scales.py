@@ -11,6 +11,8 @@ reader can override any of them.
 
 from __future__ import annotations
 
+from typing import Any
+
 #: The scales a chapter runs at, "ci" (tests), "default" (the CPU book) and "paper" (the paper's sizes).
 SCALES = ("ci", "default", "paper")
 
@@ -23,7 +25,7 @@ def check_scale(scale: str) -> str:
     return scale
 
 
-def choose(scale: str, *, ci, default, paper, **overrides):
+def choose(scale: str, *, ci: Any, default: Any, paper: Any, **overrides: Any) -> Any:
     """The value for ``scale``; a dict value is updated with the non-``None`` overrides.
 
     >>> choose("ci", ci=dict(n=64), default=dict(n=256), paper=dict(n=2048), n=None)

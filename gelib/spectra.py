@@ -38,12 +38,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Iterable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 import scipy.stats
+from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .models import check_models, head_outputs, kernel_f, output
@@ -69,17 +71,17 @@ __all__ = [
 ]
 
 
-def gram(y):
-    """``Y Y^T / n`` for ``Y`` of shape ``(..., n, d_o)``."""
+def gram(y: jax.Array | np.ndarray) -> jax.Array:
+    """``Y Y^T / n``, shape ``(..., n, n)``, for ``Y`` of shape ``(..., n, d_o)``."""
     return y @ jnp.swapaxes(y, -1, -2) / y.shape[-2]
 
 
-def eigvals(c) -> np.ndarray:
+def eigvals(c: ArrayLike) -> np.ndarray:
     """Ascending eigenvalues of positive semi-definite matrices ``(..., n, n)``, NumPy float64.
 
     Eigenvalues below ``n * eps * max`` are round-off of exact zeros (the
     atom when ``h d_v < n`` or ``d_o < n``) and are set to 0, so that
-    distribution functions (KS) do not count their random order.
+    distribution functions (KS) do not count their random order. Shape ``(..., n)``.
     """
     if isinstance(c, jax.Array) and jax.default_backend() != "cpu":
         ev = np.asarray(jnp.linalg.eigvalsh(c), dtype=np.float64)
@@ -93,8 +95,8 @@ def eigvals(c) -> np.ndarray:
     return np.where(np.abs(ev) <= tol, 0.0, ev)
 
 
-def spectrum(y, rtol: float = 1e-10) -> np.ndarray:
-    """Ascending eigenvalues of ``Y Y^T / n`` for ``y`` of shape ``(..., n, d_o)``.
+def spectrum(y: jax.Array | np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """Ascending eigenvalues of ``Y Y^T / n``, ``(..., n)``, for ``y`` of shape ``(..., n, d_o)``.
 
     Eigenvalues below ``rtol`` times the largest are set to 0: when
     ``h d_v < n`` or ``d_o < n`` the output has rank below ``n``, and the
@@ -152,8 +154,11 @@ def output_route(cfg: AttentionConfig, m: int) -> str:
     return "bartlett" if 1.5 * flops["bartlett"] <= flops["direct"] else "direct"
 
 
-def direct_output_grams(u, w_o):
-    """``Y_i Y_i^T / n`` with ``Y_i = U_i W^O`` for stacked ``U`` (``m x n x p``), ``W^O`` (``p x d_o``)."""
+def direct_output_grams(u: jax.Array, w_o: jax.Array) -> jax.Array:
+    """``Y_i Y_i^T / n`` with ``Y_i = U_i W^O``, ``(m, n, n)``: the direct form of :func:`reduced_output_grams`.
+
+    ``u`` stacks the ``U_i``, ``(m, n, p)``; ``w_o`` is ``W^O``, ``(p, d_o)``.
+    """
     return gram(u @ w_o)
 
 
@@ -166,10 +171,10 @@ def _bartlett(key, size: int, df: int, dtype):
     return jnp.tril(jax.random.normal(kn, (size, size), dtype), -1) + jnp.diag(diag)
 
 
-def reduced_output_grams(key: jax.Array, u, d_o: int):
-    """The Gram matrices ``Y_i Y_i^T / n`` of ``Y_i = U_i W^O``, ``W^O`` a ``p x d_o``
-    matrix of i.i.d. ``N(0, 1/p)`` entries independent of ``U`` (``m x n x p``),
-    sampled jointly in law without ``W^O``.
+def reduced_output_grams(key: jax.Array, u: jax.Array, d_o: int) -> jax.Array:
+    """The Gram matrices ``Y_i Y_i^T / n`` (``(m, n, n)``) of ``Y_i = U_i W^O``,
+    ``W^O`` a ``p x d_o`` matrix of i.i.d. ``N(0, 1/p)`` entries independent of
+    ``U`` (``u``, ``(m, n, p)``), sampled jointly in law without ``W^O``.
 
     Exact in law, not an approximation. Every ``Y_i Y_i^T = U_i W W^T U_i^T``
     depends on ``W`` only through the Wishart matrix ``W W^T``.
@@ -266,7 +271,7 @@ def _sharded_grams(cfg: AttentionConfig, models: tuple[str, ...], path: str):
 def model_spectra(
     key: jax.Array,
     cfg: AttentionConfig,
-    models=("mha", "yg"),
+    models: Iterable[str] = ("mha", "yg"),
     seeds: int = 1,
     path: str = "fast",
     progress: bool = True,
@@ -327,18 +332,26 @@ def _progress(total: int, enabled: bool, desc: str):
 # --- distances ------------------------------------------------------------------
 
 
-def w1(a, b) -> np.ndarray:
-    """Wasserstein-1 distance between empirical laws with equal sample sizes (last axis)."""
+def w1(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Wasserstein-1 distance between empirical laws with equal sample sizes (last axis).
+
+    ``a`` and ``b`` have shapes ``(..., n)`` that broadcast; the result has the
+    broadcast leading shape ``(...)``.
+    """
     return np.mean(np.abs(np.sort(a, axis=-1) - np.sort(b, axis=-1)), axis=-1)
 
 
-def rel_w1(a, ref) -> np.ndarray:
-    """``W1(a, ref) / mean(ref)``: a fraction, not a percentage."""
+def rel_w1(a: ArrayLike, ref: ArrayLike) -> np.ndarray:
+    """``W1(a, ref) / mean(ref)``: a fraction, not a percentage; shapes as in :func:`w1`."""
     return w1(a, ref) / np.mean(ref, axis=-1)
 
 
-def ks(a, b) -> np.ndarray:
-    """Kolmogorov-Smirnov distance ``sup |F_a - F_b|`` between empirical laws (last axis)."""
+def ks(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Kolmogorov-Smirnov distance ``sup |F_a - F_b|`` between empirical laws (last axis).
+
+    ``a`` (``(..., n_a)``) and ``b`` (``(..., n_b)``) may differ in size; their
+    leading shapes broadcast to that of the result, ``(...)``.
+    """
     a, b = np.sort(np.asarray(a), axis=-1), np.sort(np.asarray(b), axis=-1)
     batch = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     a = np.broadcast_to(a, batch + a.shape[-1:])
@@ -368,7 +381,8 @@ class Summary:
         return f"{self.mean:.4g} +- {self.ci95:.2g}"
 
 
-def summarize(values) -> Summary:
+def summarize(values: ArrayLike) -> Summary:
+    """The :class:`Summary` of ``values`` (per-seed values, any shape, flattened)."""
     v = np.asarray(values, dtype=np.float64).ravel()
     count = v.size
     std = float(np.std(v, ddof=1)) if count > 1 else math.nan
@@ -409,7 +423,7 @@ class Comparison:
 def compare(
     key: jax.Array,
     cfg: AttentionConfig,
-    models=("mha", "yg"),
+    models: Iterable[str] = ("mha", "yg"),
     seeds: int = 10,
     path: str = "fast",
     progress: bool = True,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -63,7 +63,9 @@ from .sampling import Draw, restrict, sample_fast
 __all__ = ["proportional", "Sweep", "run", "slope_within", "Seed", "NestedDraws", "main_layer", "explorer_sliders"]
 
 
-def proportional(n: int, *, h: int, d_k: float, d_v: float, d_o: float, beta: float = 1.0, **fields) -> AttentionConfig:
+def proportional(
+    n: int, *, h: int, d_k: float, d_v: float, d_o: float, beta: float = 1.0, **fields: Any
+) -> AttentionConfig:
     """The layer at context length ``n`` whose widths are fixed fractions of ``n``.
 
     ``d_k``, ``d_v`` and ``d_o`` are the ratios ``d_K/n``, ``d_V/n`` and

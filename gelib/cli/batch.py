@@ -26,7 +26,7 @@ def _parse_value(text: str):
         return text
 
 
-def register(subparsers) -> argparse.ArgumentParser:
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``batch`` sub-command to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "batch",

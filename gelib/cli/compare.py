@@ -18,7 +18,7 @@ from .common import add_config_args, config_from_args
 __all__ = ["register", "run"]
 
 
-def register(subparsers) -> argparse.ArgumentParser:
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``compare`` sub-command to an argparse ``subparsers`` object."""
     c = subparsers.add_parser(
         "compare",

@@ -26,7 +26,7 @@ _TITLES = {
 }
 
 
-def register(subparsers) -> argparse.ArgumentParser:
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``law`` sub-command to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "law",

@@ -15,7 +15,7 @@ from ..presets import PRESETS
 __all__ = ["register", "run"]
 
 
-def register(subparsers) -> argparse.ArgumentParser:
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``presets`` sub-command to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "presets",

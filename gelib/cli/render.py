@@ -20,7 +20,7 @@ from .common import report_error
 __all__ = ["register", "run"]
 
 
-def register(subparsers) -> argparse.ArgumentParser:
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``render`` sub-command to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "render",

@@ -73,7 +73,7 @@ def scale(law: Law, c: float) -> Law:
 
 
 def polynomial(law: Law, coeffs: ArrayLike) -> Law:
-    """Law of ``p(X)``, ``p(x) = sum_i coeffs[i] x^i`` (push-forward), for a
+    """Law of ``p(X)``, ``p(x) = sum_i coeffs[i] x^i`` (``coeffs`` of shape ``(k,)``; push-forward), for a
     closed-form ``law`` (no compression yet) and a composite degree <= 2; used
     for K=V tying, ``beta^2 (n/d_K) W'^2 + alpha^2 W'``.  ``g_{p(X)}(z)`` sums
     ``g_X(r) / p'(r)`` over the roots of ``p(r) = z``."""

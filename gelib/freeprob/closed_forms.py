@@ -13,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from numpy.polynomial import polynomial as npoly
+from numpy.typing import ArrayLike
 
 from .moments import compress_moments
 
@@ -85,10 +87,12 @@ def merge_atoms(atoms: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return sorted((loc, m) for loc, m in merged.items() if m > 1e-13)
 
 
-def inner_reg(kind, z, c):
+def inner_reg(kind: str, z: ArrayLike, c: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """``(reg, w)`` for ``delta_c`` or ``MP(c)``: ``g(z) = reg(z) - w / z``, where
     ``w`` is the atom at 0 and ``reg`` is computed without cancellation near 0
-    (so ``Im g`` keeps full relative precision next to an atom)."""
+    (so ``Im g`` keeps full relative precision next to an atom).  ``kind`` is
+    ``"dirac"`` or ``"mp"``, ``c`` a real scalar, ``z`` a complex scalar or
+    array; ``reg`` has the shape of ``z``, ``w`` is a scalar."""
     if kind == "dirac":
         return jnp.where(c == 0, 0.0, 1.0 / (c - z)), jnp.where(c == 0, 1.0, 0.0)
     u, a, b = z - 1 - c, (1 - jnp.sqrt(c)) ** 2, (1 + jnp.sqrt(c)) ** 2
@@ -98,11 +102,12 @@ def inner_reg(kind, z, c):
     return jnp.where(c > 1, with_atom, g), jnp.where(c > 1, 1 - 1 / c, 0.0)
 
 
-def base_reg(key, z, theta):
+def base_reg(key: tuple[str, int], z: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """``(reg, w)`` for the law of ``p(X)``: ``g_{p(X)}(z)`` sums ``g_X(r) / p'(r)``
     over the roots of ``p(r) = z`` (no root selection needed); an atom of X at
-    0 moves to ``p(0)``.  ``key`` and ``theta`` as :attr:`ClosedForm.key` and
-    :attr:`ClosedForm.theta`; ``z`` a complex scalar or array."""
+    0 moves to ``p(0)``.  ``key`` and ``theta`` (shape ``(1 + len(poly),)``) as
+    :attr:`ClosedForm.key` and :attr:`ClosedForm.theta`; ``z`` a complex scalar
+    or array, ``reg`` of its shape, ``w`` a scalar."""
     kind, npar = key
     c, p = theta[0], theta[1:]
     if npar == 2:
@@ -118,7 +123,8 @@ def base_reg(key, z, theta):
     return reg + jnp.where(p[0] != 0, w / (p[0] - z), 0.0), jnp.where(p[0] == 0, w, 0.0)
 
 
-def g_base(key, z, theta):
-    """The Stieltjes transform ``g(z)`` of the law of ``p(X)`` (atom included)."""
+def g_base(key: tuple[str, int], z: ArrayLike, theta: ArrayLike) -> jax.Array:
+    """The Stieltjes transform ``g(z)`` of the law of ``p(X)`` (atom included),
+    of the shape of ``z``; arguments as in :func:`base_reg`."""
     reg, w = base_reg(key, z, theta)
     return reg - w / z

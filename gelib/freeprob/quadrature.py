@@ -26,10 +26,13 @@ _GL_X, _GL_W = legendre.leggauss(16)  # nodes per panel of the distribution func
 _LEGENDRE = legendre.legvander(_GL_X, 15) * (np.arange(16) + 0.5)  # values -> coefficients
 
 
-def panel_breaks(lo, hi):
+def panel_breaks(lo: float, hi: float) -> np.ndarray:
     """Panel ends on [lo, hi], halving towards both edges: down to 1e-30 of the
     half-width at an edge at 0 (hard edges, density ~ x^-a), else to 1e-12 of
-    the edge's value (a square-root edge leaves ~ 1e-18 of mass there)."""
+    the edge's value (a square-root edge leaves ~ 1e-18 of mass there).
+    Returns the ends, increasing, shape ``(k,)``: the first and the last lie
+    just inside ``lo`` and ``hi`` (:class:`Component` continues the density
+    over the slivers beyond them)."""
     h = (hi - lo) / 2
 
     def depth(edge):

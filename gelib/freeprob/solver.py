@@ -14,10 +14,12 @@ docstring (:mod:`gelib.freeprob`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .closed_forms import base_reg, g_base
 
@@ -36,9 +38,13 @@ class ConvergenceError(RuntimeError):
     """A numerical method missed its tolerance; the message says where."""
 
 
-def residual_terms(y, z, theta, st, key):
+def residual_terms(y: jax.Array, z: jax.Array, theta: jax.Array, st: jax.Array, key: tuple[str, int]) -> jax.Array:
     """Terms of the chain's equations at outer point z, shape (K, 3); the
-    residual is their sum.  Step k (innermost first) has constants
+    residual is their sum.  ``y`` has shape ``(K,)`` (complex), ``z`` is a
+    complex scalar, ``theta`` and ``key`` describe the bottom law
+    (:attr:`~gelib.freeprob.closed_forms.ClosedForm.theta`, shape
+    ``(1 + len(poly),)``, and :attr:`~gelib.freeprob.closed_forms.ClosedForm.key`)
+    and ``st`` has shape ``(K, 6)``.  Step k (innermost first) has constants
     ``st[k] = (lam, a, b, c, w, w_shift)``: ``L_k = a compress(L_{k-1}, lam) + b``,
     atom ``w = max(c, 0)`` at 0 with ``c = 1 - lam (1 - w_in)``.  The unknown
     ``y[k]`` is the regular part of ``g`` of ``compress(L_{k-1}, lam)`` at its own
@@ -134,8 +140,21 @@ def solve_point(x, eta, theta, st, means, eta0, step, key):
 
 
 @functools.partial(jax.jit, static_argnames="key")
-def solve(x, eta, theta, st, means, eta0, step, key):
-    """g, g' and residual at the points x + i eta (eta >= 0), vectorised."""
+def solve(
+    x: ArrayLike,
+    eta: ArrayLike,
+    theta: ArrayLike,
+    st: ArrayLike,
+    means: ArrayLike,
+    eta0: float,
+    step: float,
+    key: tuple[str, int],
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """g, g' and residual at the points x + i eta (eta >= 0), vectorised.
+
+    ``x`` and ``eta`` have shape ``(m,)``, and so has each result; ``theta``,
+    ``st`` (shape ``(K, 6)``), ``means`` (shape ``(K,)``), ``eta0`` and ``key``
+    as in :func:`stieltjes`, ``step`` the continuation factor."""
     if st.shape[0] == 0:
         z = x + 1j * jnp.maximum(eta, _TINY * eta0)
         g, dg = jax.jvp(lambda z: g_base(key, z, theta), (z,), (jnp.ones_like(z),))
@@ -144,8 +163,13 @@ def solve(x, eta, theta, st, means, eta0, step, key):
     return jax.vmap(point, in_axes=(0, 0, None, None, None, None, None))(x, eta, theta, st, means, eta0, step)
 
 
-def chunked(fn, *arrays, fill):
-    """Apply fn to fixed-size chunks of 1-D arrays (one compilation per shape)."""
+def chunked(fn: Callable[..., Sequence[ArrayLike]], *arrays: np.ndarray, fill: Sequence[float]) -> list[np.ndarray]:
+    """Apply fn to fixed-size chunks of 1-D arrays (one compilation per shape).
+
+    The ``arrays`` (shape ``(m,)`` each) are padded, each with its value of
+    ``fill``, to a multiple of the chunk size; ``fn`` maps one chunk of each
+    (shape ``(256,)``) to a sequence of arrays of that shape. Returns those
+    outputs joined over the chunks, shape ``(m,)`` each."""
     n = arrays[0].shape[0]
     pad = -n % _CHUNK if n else _CHUNK
     arrays = [np.concatenate([a, np.full(pad, f, a.dtype)]) for a, f in zip(arrays, fill)]

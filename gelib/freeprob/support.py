@@ -18,6 +18,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .closed_forms import ClosedForm, g_base
 from .solver import chunked
@@ -25,9 +26,14 @@ from .solver import chunked
 __all__ = ["support_components", "outward", "scan", "segment_grid"]
 
 
-def outward(t, theta, st, key):
+def outward(t: jax.Array, theta: jax.Array, st: jax.Array, key: tuple[str, int]) -> tuple[jax.Array, jax.Array]:
     """Real points of every level when the bottom law sits at real t
-    (outside its support): the chain run outwards in closed form."""
+    (outside its support): the chain run outwards in closed form.
+
+    ``t`` is a real scalar, ``theta`` and ``key`` describe the bottom law and
+    ``st`` (shape ``(K, 6)``) the compressions, as in
+    :func:`~gelib.freeprob.solver.residual_terms`.  Returns the outer point
+    (a scalar) and the point of every level, shape ``(K,)``."""
     q = t + 0j
     g = g_base(key, q, theta)
     ps = []
@@ -40,9 +46,11 @@ def outward(t, theta, st, key):
 
 
 @functools.partial(jax.jit, static_argnames="key")
-def scan(t, theta, st, key):
+def scan(t: ArrayLike, theta: ArrayLike, st: ArrayLike, key: tuple[str, int]) -> tuple[jax.Array, jax.Array]:
     """Outer point x(t) and whether t maps into the complement of the support
-    (every level increasing in t)."""
+    (every level increasing in t), vectorised: ``t`` has shape ``(m,)`` and so
+    have both results (the second boolean); the other arguments as in
+    :func:`outward`."""
 
     def one(t):
         (x, _), (_, dp) = jax.jvp(lambda t: outward(t, theta, st, key), (t,), (1.0,))
@@ -51,9 +59,13 @@ def scan(t, theta, st, key):
     return jax.vmap(one)(t)
 
 
-def segment_grid(lo, hi, scale):
+def segment_grid(lo: float, hi: float, scale: float) -> np.ndarray:
     """Points of (lo, hi), geometric towards each finite end (down to 1e-13 of
-    its value, or 1e-200 scale at 0, where hard edges sit) and uniform inside."""
+    its value, or 1e-200 scale at 0, where hard edges sit) and uniform inside.
+
+    One end may be infinite: the geometric points of the finite end then
+    reach ``1e13 scale`` away from it.
+    Returns the sorted points, shape ``(k,)``."""
     pts = []
     for end, sign, other in ((lo, 1, hi), (hi, -1, lo)):
         if np.isfinite(end):
