@@ -10,6 +10,8 @@ import scipy.stats
 
 from gelib import AttentionConfig
 from gelib import learning as L
+from gelib import learning_figures as LF
+from gelib import markers as MK
 from gelib.freeprob import dirac, marchenko_pastur
 
 
@@ -252,11 +254,11 @@ class ScaledMomentsLaw:
 
 def test_quadrature_error_sees_wrong_moments():
     law = marchenko_pastur(0.5)
-    assert L.quadrature_error(law) < 1e-12
+    assert MK.quadrature_error(law) < 1e-12
     # m_1, m_2 reported 1 % too large: the quadrature misses them by 1 - 1/1.01
-    assert L.quadrature_error(ScaledMomentsLaw(law, 1.01)) == pytest.approx(1 - 1 / 1.01, rel=1e-9)
+    assert MK.quadrature_error(ScaledMomentsLaw(law, 1.01)) == pytest.approx(1 - 1 / 1.01, rel=1e-9)
     # an atom at 0 (MP with ratio 2: mass 1/2 there) is counted in the total mass
-    assert L.quadrature_error(marchenko_pastur(2.0)) < 1e-12
+    assert MK.quadrature_error(marchenko_pastur(2.0)) < 1e-12
 
 
 def test_limit_laws_cache_check_and_mean():
@@ -268,7 +270,7 @@ def test_limit_laws_cache_check_and_mean():
 
         return output_law(cfg)
 
-    laws = L.LimitLaws(1e-9, law_fn=law_fn)
+    laws = MK.LimitLaws(1e-9, law_fn=law_fn)
     cfgs = [
         AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512),
         AttentionConfig(n=256, d=512, h=4, d_k=32, d_o=128, tie_kv=True),
@@ -280,10 +282,10 @@ def test_limit_laws_cache_check_and_mean():
         assert laws.mean(c) == pytest.approx(c.first_moment, rel=1e-12)
     assert calls == cfgs and len(laws) == 3
     assert 0 < laws.max_error < 1e-9 and laws.max_error == max(laws.errors.values())
-    bad = L.LimitLaws(1e-9, law_fn=lambda c: ScaledMomentsLaw(marchenko_pastur(0.5), 1.001))
+    bad = MK.LimitLaws(1e-9, law_fn=lambda c: ScaledMomentsLaw(marchenko_pastur(0.5), 1.001))
     with pytest.raises(ValueError, match="misses the exact moments"):
         bad(cfgs[0])
-    assert len(bad) == 0 and L.LimitLaws().max_error == 0.0
+    assert len(bad) == 0 and MK.LimitLaws().max_error == 0.0
 
 
 def test_softmax_spectra_use_the_named_stream():
@@ -294,7 +296,7 @@ def test_softmax_spectra_use_the_named_stream():
 
     cfg = AttentionConfig(n=32, d=32, h=2, d_k=16, d_o=48)
     key = jax.random.key(3)
-    mha = L.SoftmaxSpectra(key, seeds=2)
+    mha = MK.SoftmaxSpectra(key, seeds=2)
     ev = mha(cfg, "panel", 7)
     assert ev.shape == (2, 32)
     # the stream by hand: fold_in of each path element's tag
@@ -310,7 +312,7 @@ def test_softmax_spectra_use_the_named_stream():
 
 
 def test_marker_table_tolerance_rule():
-    t = L.MarkerTable(c_tol=2.0, ci_factor=2.5)
+    t = MK.MarkerTable(c_tol=2.0, ci_factor=2.5)
     v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
     s = t.add("a", "close", 400, 1.0, v)
     # the summary is the Student-t interval of the per-seed values
@@ -334,7 +336,7 @@ def test_marker_table_tolerance_rule():
 
 
 def test_marker_table_measure():
-    t = L.MarkerTable()
+    t = MK.MarkerTable()
     law = marchenko_pastur(0.5)
     rng = np.random.default_rng(2)
     x = rng.normal(size=(4, 100, 200))
@@ -347,7 +349,7 @@ def test_marker_table_measure():
 
 
 def test_marker_table_curve_and_summary():
-    t = L.MarkerTable(c_tol=2.0)
+    t = MK.MarkerTable(c_tol=2.0)
     law = marchenko_pastur(0.5)
     rng = np.random.default_rng(4)
     x = rng.normal(size=(3, 64, 128))
@@ -541,7 +543,7 @@ def test_sharing_figures(agg):
     cw = {0.1: np.array([1.0, 1.0, 1.0])}
     cb = {0.1: np.array([1.0, 1.2, 1.3])}
     mw = {0.1: [(4, summary(1.01, 0.02))]}
-    fig = L.sharing_across_figure(widths, budget, cw, cb, mw, {0.1: []}, "note")
+    fig = LF.sharing_across_figure(widths, budget, cw, cb, mw, {0.1: []}, "note")
     ax = fig.axes[0]
     line = next(ln for ln in ax.lines if ln.get_label() == "GE, fixed $N_{par}$ (widths grow)")
     np.testing.assert_array_equal(line.get_ydata(), cb[0.1])
@@ -550,7 +552,7 @@ def test_sharing_figures(agg):
     layers = [AttentionConfig(n=64, d=128, h=h, d_k=32 // h, d_o=32, tie_kv=True) for h in (2, 4)]
     curves = {u: {"GQA": np.array([1.0, 2.0]), "K=V": np.array([0.5, 0.25])} for u in ("raw", "scaled")}
     marks = {u: {"GQA": [(2, summary(1.0, 0.1))], "K=V": []} for u in curves}
-    fig = L.sharing_within_figure(layers, curves, marks, "note")
+    fig = LF.sharing_within_figure(layers, curves, marks, "note")
     assert len(fig.axes) == 2 and fig.axes[0].get_yscale() == "log"
     assert "$d = 2n$, $d_O = n/2$" in fig._suptitle.get_text()
 
@@ -562,7 +564,7 @@ def test_readout_figures(agg):
     panel = [AttentionConfig(n=n, d=n, h=h, d_k=16, d_o=2 * n) for h in (2, 4)]
     t = np.geomspace(0.01, 10, 5)
     curves = {c.h: L.training_loss(output_law(c), t) for c in panel}
-    fig = L.loss_figure(panel, t, curves, {c.h: [(t[1], summary(0.5, 0.01))] for c in panel}, "note")
+    fig = LF.loss_figure(panel, t, curves, {c.h: [(t[1], summary(0.5, 0.01))] for c in panel}, "note")
     line = next(ln for ln in fig.axes[0].lines if ln.get_label().startswith("GE, $h = 2$"))
     np.testing.assert_allclose(line.get_ydata(), curves[2])
     fo = L.fixed_output_path(AttentionConfig(n=n, d=n, h=1, d_k=16, d_o=n // 2), range(1, 5))
@@ -570,7 +572,7 @@ def test_readout_figures(agg):
     hs, d_os = L.error_map_grid(n, 1, 6.0, 1, 1.0)
     maps = {"end": np.full((d_os.size, hs.size), 0.5), "early": np.full((d_os.size, hs.size), 0.1)}
     maps["end"][0, 0] = np.inf
-    fig = L.error_map_figure(hs, d_os, maps, fo, fb, 10.0, 0.5, "note")
+    fig = LF.error_map_figure(hs, d_os, maps, fo, fb, 10.0, 0.5, "note")
     mesh = fig.axes[0].collections[0]
     assert mesh.get_array().ravel()[0] == pytest.approx(300.0)  # inf drawn at the top
     assert mesh.get_array().ravel()[1] == pytest.approx(math.log10(0.5))
@@ -579,11 +581,11 @@ def test_readout_figures(agg):
         for name, pts in [("fixed output", fo), ("fixed budget", fb)]
     }
     marks = {name: {"end": [], "early": []} for name in paths}
-    fig = L.paths_figure(paths, marks, 10.0, 0.5, "note")
+    fig = LF.paths_figure(paths, marks, 10.0, 0.5, "note")
     assert [ax.get_title() for ax in fig.axes] == ["end of training ($t = \\infty$)", "early stopping ($t = 10$)"]
     betas = np.linspace(0.5, 2.0, 4)
     cross = [L.Crossing(1.2, 0.0)]
-    fig = L.ratio_figure(
+    fig = LF.ratio_figure(
         betas, {"end": betas, "early": betas / 2}, [(1.0, summary(1.0, 0.1))], cross, panel[0], 10.0, "note"
     )
     assert any(list(line.get_xdata()) == [1.2, 1.2] for line in fig.axes[0].lines)
