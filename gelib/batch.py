@@ -2,19 +2,32 @@
 
 ``python -m gelib batch --scale {ci,default,paper}``:
 
-1. reads the chapters from ``_toc.yml`` (their order lives there only);
-2. executes each Jupytext chapter with Papermill, ``scale`` (and any ``-p``
-   overrides) injected after its ``parameters`` cell, into a mirror tree
-   ``_build/runs/<scale>-<time>/`` (plain Markdown pages are copied);
-3. records, after every chapter, ``record.json``: parameters, status, run
-   time, failing cell, device, package versions and every glued number;
+1. reads the chapters from ``_toc.yml`` (their order lives there only) and
+   checks every ``-p NAME VALUE`` override against the chapters' ``parameters``
+   cells before anything runs (a name no selected chapter has is an error; a
+   chapter receives only the names it has);
+2. executes the chapters with Papermill, several at once (``--jobs``; one per
+   CPU core up to 4, one on a GPU), each in a worker process of its own, the
+   longest first, ``scale`` and the overrides injected after the ``parameters``
+   cell, into a mirror tree ``_build/runs/<scale>-<time>/`` (plain Markdown
+   pages are copied; each kernel's log goes to ``logs/<chapter>.log``);
+3. records, after every chapter, ``record.json`` (written atomically:
+   a temporary file renamed over the old one): parameters, per-chapter
+   parameters, status, run time, failing code cell, device, commit, package
+   versions and every glued number;
 4. renders the mirror tree with Jupyter Book, execution off, into
-   ``_build/html`` (so each chapter executes exactly once).
+   ``_build/html`` when every chapter ran (each chapter executes exactly once);
+   a partial run renders into its own ``<run>/_build/html`` instead, with the
+   chapters it did not run taken from the latest complete run, so it never
+   replaces a complete book.
 
 A failing chapter does not stop the others; the run then exits non-zero and
-names each failed chapter with its failing cell. ``--resume`` continues the
-latest unfinished run of a scale without redoing finished chapters; a new run
-never overwrites an earlier run's results (``--out DIR --force`` does).
+names each failed chapter with its failing code cell. ``--resume`` continues
+the latest unfinished run of a scale without redoing finished chapters (also
+after a crash or a kill); Ctrl-C stops the workers and prints the ``--resume``
+command. A run folder is locked while a batch uses it; a new run never
+overwrites an earlier run's results (``--out DIR --force`` does, unless that
+run is live).
 
 The same loading (:func:`load_chapter`) serves nbval through ``conftest.py``.
 This module is the engine only; its command line (the flags above) is
@@ -23,13 +36,16 @@ This module is the engine only; its command line (the flags above) is
 
 from __future__ import annotations
 
+import ast
 import copy
 import datetime as _dt
 import fnmatch
 import importlib.metadata
 import json
+import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -50,6 +66,10 @@ __all__ = [
     "load_chapter",
     "toc_files",
     "glued_values",
+    "chapter_parameters",
+    "chapter_overrides",
+    "default_jobs",
+    "execute_chapter",
     "run_batch",
     "prepare_mirror",
     "fill_missing_chapters",
@@ -142,37 +162,189 @@ def _versions() -> dict:
     return out
 
 
-def _device() -> str:
-    import jax
+def _commit(root: Path) -> str | None:
+    """The book's git commit (``+dirty`` when the tree has changes), or None outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
+        if head.returncode:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=20)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
 
-    devs = jax.devices()
-    return f"{len(devs)} x {devs[0].platform} ({devs[0].device_kind})"
+
+def _device() -> tuple[str, bool]:
+    """The JAX devices the chapters will see, and whether they are accelerators.
+
+    Asked in a child process: initialising JAX here would hold GPU memory for
+    the whole run, memory the chapters' kernels then lack."""
+    code = (
+        "import jax; d = jax.devices(); print(f'{len(d)} x {d[0].platform} ({d[0].device_kind})'); print(d[0].platform)"
+    )
+    try:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        text, platform_ = res.stdout.strip().splitlines()[-2:]
+        return text, platform_ != "cpu"
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return "unknown", False
 
 
-def _failure(exc: BaseException) -> dict:
-    cell = getattr(exc, "exec_count", None)
-    return {
-        "error": f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', exc)}"[:2000],
-        "cell": cell,
-        "cell_source": None,
-    }
+def default_jobs(accelerator: bool) -> int:
+    """Chapters executed at once: one on an accelerator (each kernel would claim
+    the device's memory), else one per CPU core up to 4 (a chapter at the default
+    scale keeps about one core busy)."""
+    if accelerator:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def chapter_parameters(path: str | Path) -> dict:
+    """The names a chapter's ``parameters`` cell assigns, with their default
+    values (``None`` where the default is not a literal)."""
+    nb = load_chapter(path)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata["tags"])
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        out[target.id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        out[target.id] = None
+    return out
+
+
+def _check_value(name: str, value, default, chapter: str) -> None:
+    if default is None or value is None:
+        return
+    kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,), tuple: (list, tuple), list: (list, tuple)}
+    want = kinds.get(type(default))
+    ok = want is None or (isinstance(value, want) and not (isinstance(value, bool) and bool not in want))
+    if not ok:
+        raise BatchError(
+            f"-p {name} {json.dumps(value)}: {chapter} expects {type(default).__name__} (its default is {default!r})"
+        )
+
+
+def chapter_overrides(root: Path, chapters: list[str], parameters: dict) -> dict[str, dict]:
+    """The overrides each chapter receives: only the names its parameters cell has.
+
+    Raises :class:`BatchError` for a name no selected chapter has (naming the
+    chapters of the book that do) or a value of the wrong type."""
+    own = {f: chapter_parameters(root / f"{f}.md") for f in chapters}
+    for name, value in parameters.items():
+        having = [f for f in chapters if name in own[f]]
+        if not having:
+            book = [f for f in toc_files(root) if is_chapter(root / f"{f}.md")]
+            elsewhere = [Path(f).name for f in book if name in chapter_parameters(root / f"{f}.md")]
+            hint = f"; the chapters that have it: {', '.join(elsewhere)}" if elsewhere else ""
+            raise BatchError(f"-p {name}: not a parameter of any chapter selected{hint}")
+        for f in having:
+            _check_value(name, value, own[f][name], Path(f).name)
+    return {f: {k: v for k, v in parameters.items() if k in own[f]} for f in chapters}
 
 
 def _failing_cell(nb) -> tuple[int | None, str | None]:
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
-            return i, cell.source
+    """The failing code cell: its number among the chapter's own code cells
+    (1-based, as in its source: Papermill's injected cell is not counted) and its source."""
+    k = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "injected-parameters" in cell.metadata.get("tags", []):
+            continue
+        k += 1
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            return k, cell.source
     return None, None
 
 
+def execute_chapter(
+    source: str | Path, target: str | Path, parameters: dict, cwd: str | Path, timeout: int | None = None
+) -> dict:
+    """Execute one chapter with Papermill into ``target`` (``.ipynb``).
+
+    Returns the record entry: ``status`` (``ok`` or ``failed``), ``glued``,
+    ``seconds`` and, on failure, ``error``, ``cell`` (the failing code cell,
+    counted among code cells from 1) and ``cell_source``."""
+    import nbformat
+    import papermill
+
+    t0 = time.perf_counter()
+    entry: dict = {}
+    try:
+        nb = load_chapter(source, parameters)
+        executed = papermill.execute_notebook(
+            nb,
+            str(target),
+            kernel_name="python3",
+            cwd=str(cwd),
+            progress_bar=False,
+            log_output=False,
+            execution_timeout=timeout,
+        )
+        entry.update(status="ok", glued=glued_values(executed))
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a chapter's failure is recorded, not raised
+        entry.update(
+            status="failed",
+            error=f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', exc)}"[:2000],
+            cell=None,
+            cell_source=None,
+        )
+        if Path(target).exists():
+            failed_nb = nbformat.read(str(target), as_version=4)
+            entry["cell"], entry["cell_source"] = _failing_cell(failed_nb)
+            entry["glued"] = glued_values(failed_nb)
+        if entry["cell"] is None:
+            entry["traceback"] = traceback.format_exc()[-4000:]
+    entry["seconds"] = round(time.perf_counter() - t0, 2)
+    return entry
+
+
+def _worker(spec_path: str) -> int:
+    """A batch worker (``python gelib/batch.py SPEC``): executes one chapter and
+    writes its record entry next to the spec. Ctrl-C belongs to the batch, which
+    ends a worker with SIGTERM; the kernel is shut down on the way out."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    spec = json.loads(Path(spec_path).read_text())
+    try:
+        entry = execute_chapter(spec["source"], spec["target"], spec["parameters"], spec["cwd"], spec["timeout"])
+    except KeyboardInterrupt:
+        return 130
+    _write_json(Path(spec["result"]), entry)
+    return 0
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Write ``data`` atomically: a temporary file renamed over ``path``, so a
+    reader (or a crash) never sees half a file. Strict JSON (no NaN)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, allow_nan=False))
+    tmp.replace(path)
+
+
 def _write_status_page(run_dir: Path, record: dict) -> None:
-    rows = ["| chapter | status | time (s) | failing cell |", "|---|---|---|---|"]
+    rows = ["| chapter | status | time (s) | failing code cell | executed in |", "|---|---|---|---|---|"]
     for name, ch in record["chapters"].items():
-        rows.append(f"| `{name}` | {ch['status']} | {ch.get('seconds', 0):.1f} | {ch.get('cell') or ''} |")
+        rows.append(
+            f"| `{name}` | {ch['status']} | {ch.get('seconds', 0):.1f} | {ch.get('cell') or ''} "
+            f"| {ch.get('from_run', 'this run')} |"
+        )
     text = (
         "(status)=\n# Execution status\n\n"
         f"Executed by `python -m gelib batch` at scale **{record['scale']}** on "
-        f"{record['device']}, started {record['started']}; parameters "
+        f"{record['device']}, started {record['started']}, commit `{record.get('commit')}`; parameters "
         f"`{json.dumps(record['parameters'])}`. Total "
         f"{sum(c.get('seconds', 0) for c in record['chapters'].values()):.0f} s.\n\n"
         + "\n".join(rows)
@@ -185,15 +357,74 @@ def _write_status_page(run_dir: Path, record: dict) -> None:
         status.write_text(text)
 
 
-def _save(record: dict, run_dir: Path) -> None:
-    tmp = run_dir / "record.json.tmp"
-    tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(run_dir / "record.json")
+def _runs(build: Path, scale: str) -> list[Path]:
+    return sorted(p for p in (build / "runs").glob(f"{scale}-*") if (p / "record.json").exists())
 
 
-def _latest_run(build: Path, scale: str) -> Path | None:
-    runs = sorted((build / "runs").glob(f"{scale}-*"))
-    return runs[-1] if runs else None
+def _read_record(run_dir: Path) -> dict | None:
+    try:
+        return json.loads((run_dir / "record.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _latest_complete_run(build: Path, scale: str, parameters: dict, exclude: Path) -> Path | None:
+    """The newest run of ``scale`` with these parameters in which every chapter ran."""
+    for run in reversed(_runs(build, scale)):
+        rec = _read_record(run)
+        if run.resolve() != exclude.resolve() and rec and rec.get("complete") and rec["parameters"] == parameters:
+            return run
+    return None
+
+
+class _Lock:
+    """An exclusive lock on a run folder (``.lock``, ``flock``), held while a batch uses it."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / ".lock"
+        self.file = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        self.file = open(self.path, "a+")  # noqa: SIM115 - held open for the run
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.seek(0)
+            pid = self.file.read().strip() or "?"
+            self.file.close()
+            raise BatchError(f"{self.path.parent} is in use by another batch (pid {pid})") from None
+        self.file.seek(0)
+        self.file.truncate()
+        self.file.write(str(os.getpid()))
+        self.file.flush()
+
+    def release(self) -> None:
+        if self.file:
+            self.file.close()
+            self.path.unlink(missing_ok=True)
+
+
+def _open_run_dir(run_dir: Path, fresh: bool, force: bool) -> _Lock:
+    """Create (or, with ``force``, empty) the run folder and lock it; a clear
+    :class:`BatchError` when it cannot be written or is in use."""
+    if fresh and run_dir.exists() and not force:
+        raise BatchError(f"{run_dir} exists; use --resume, --force or another --out")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        lock = _Lock(run_dir)
+        lock.acquire()
+        probe = run_dir / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise BatchError(f"cannot write the run folder {run_dir}: {e.strerror or e}") from None
+    if fresh and force:
+        for p in run_dir.iterdir():
+            if p.name != ".lock":
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    return lock
 
 
 def run_batch(
@@ -207,112 +438,228 @@ def run_batch(
     render: bool = True,
     timeout: int | None = None,
     stream: TextIO | None = None,
+    jobs: int | None = None,
 ) -> int:
-    """Execute the chapters and render the book; returns the exit status (0 when
-    every chapter ran and the book rendered, else 1).
+    """Execute the chapters and render the book; returns the exit status: 0 when
+    every selected chapter ran and the book rendered, 1 when a chapter failed or
+    the rendering did, 130 when interrupted (Ctrl-C).
 
     ``root`` holds ``_toc.yml``; ``chapters`` are glob patterns of file names
-    (default: all); ``parameters`` are injected into every chapter after
-    ``scale``; ``out`` is the run folder (default
-    ``_build/runs/<scale>-<time>``).  Raises :class:`BatchError` when the run
-    cannot start."""
-    import papermill
+    (default: all); ``parameters`` are injected after ``scale`` into each
+    chapter whose parameters cell has the name (a name no selected chapter has
+    is an error); ``out`` is the run folder (default
+    ``_build/runs/<scale>-<time>``); ``jobs`` chapters run at once (default
+    :func:`default_jobs`).
 
+    A run in which every chapter of the book ran renders into ``_build/html``
+    (the book). Any other run (some chapters selected, or one failed) renders
+    into its own folder, ``<run>/_build/html``, taking the chapters it did not
+    run from the latest complete run of the same scale and parameters (their
+    source where there is none), so it never replaces a complete book. Raises
+    :class:`BatchError` when the run cannot start."""
     stream = stream or sys.stderr
     root = Path(root).resolve()
     build = root / "_build"
     params = {"scale": scale, **(parameters or {})}
+    if timeout is not None and timeout <= 0:
+        raise BatchError(f"--timeout must be a positive number of seconds, not {timeout}")
+
+    files = toc_files(root)
+    all_chapters = [f for f in files if is_chapter(root / f"{f}.md")]
+    todo = [f for f in all_chapters if not chapters or any(fnmatch.fnmatch(Path(f).name, p) for p in chapters)]
+    if not todo:
+        names = ", ".join(Path(f).name for f in all_chapters)
+        raise BatchError(f"no chapter matches {' '.join(chapters or [])!r}; the chapters: {names} (globs: 'denom*')")
+    overrides = chapter_overrides(root, todo, parameters or {})
+
     if resume:
-        run_dir = Path(out) if out else _latest_run(build, scale)
+        run_dir = Path(out) if out else (_runs(build, scale) or [None])[-1]
         if run_dir is None or not (run_dir / "record.json").exists():
             raise BatchError(f"no earlier run of scale {scale!r} to resume")
-        record = json.loads((run_dir / "record.json").read_text())
+        lock = _open_run_dir(run_dir, fresh=False, force=False)
+        record = _read_record(run_dir)
+        if record is None:
+            lock.release()
+            raise BatchError(f"{run_dir / 'record.json'} cannot be read")
         if record["parameters"] != params:
+            lock.release()
             raise BatchError(f"{run_dir} ran with parameters {record['parameters']}, not {params}")
     else:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(out) if out else build / "runs" / f"{scale}-{stamp}"
-        if run_dir.exists():
-            if not force:
-                raise BatchError(f"{run_dir} exists; use --resume, --force or another --out")
-            shutil.rmtree(run_dir)
+        lock = _open_run_dir(run_dir, fresh=True, force=force)
+        device, accelerator = _device()
         record = {
             "scale": scale,
             "parameters": params,
             "started": _dt.datetime.now().isoformat(timespec="seconds"),
-            "device": _device(),
+            "device": device,
+            "accelerator": accelerator,
+            "commit": _commit(root),
             "versions": _versions(),
             "chapters": {},
         }
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, render, stream, jobs)
+    except OSError as e:  # a full disk, a folder removed under us
+        print(
+            f"python -m gelib batch: error: cannot write {run_dir}: {e.strerror or e}; the last saved "
+            f"record.json is intact; free the space and continue with --resume --out {run_dir}",
+            file=stream,
+        )
+        return 2
+    finally:
+        lock.release()
 
-    files = toc_files(root)
-    selected = [f for f in files if not chapters or any(fnmatch.fnmatch(Path(f).name, p) for p in chapters)]
-    todo = [f for f in selected if is_chapter(root / f"{f}.md")]
+
+def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, render, stream, jobs) -> int:
     prepare_mirror(root, run_dir)
-
-    t_start = time.perf_counter()
-    for k, f in enumerate(todo, 1):
+    work, logs = run_dir / ".work", run_dir / "logs"
+    work.mkdir(exist_ok=True)
+    jobs = jobs or default_jobs(record.get("accelerator", False))
+    for f in all_chapters:  # the record lists chapters in the book's order
+        record["chapters"].setdefault(Path(f).name, {"source": f"{f}.md", "status": "not run"})
+    pending = []
+    for f in todo:
         name = Path(f).name
-        done = record["chapters"].get(name, {}).get("status") == "ok"
-        prefix = f"[{k}/{len(todo)}] {name:<28}"
-        if resume and done:
-            print(f"{prefix} already done ({record['chapters'][name]['seconds']:.1f} s)", file=stream, flush=True)
-            continue
-        print(f"{prefix} running ... (elapsed {time.perf_counter() - t_start:.0f} s)", file=stream, flush=True)
-        target = run_dir / f"{f}.ipynb"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"source": f"{f}.md", "parameters": params, "status": "running"}
-        record["chapters"][name] = entry
-        _save(record, run_dir)
-        t0 = time.perf_counter()
-        try:
-            nb = load_chapter(root / f"{f}.md", params)
-            executed = papermill.execute_notebook(
-                nb,
-                str(target),
-                kernel_name="python3",
-                cwd=str((root / f).parent),
-                progress_bar=False,
-                log_output=False,
-                execution_timeout=timeout,
-            )
-            entry.update(status="ok", glued=glued_values(executed))
-        except Exception as exc:  # noqa: BLE001 - a chapter's failure is recorded, not raised
-            entry.update(status="failed", **_failure(exc))
-            if target.exists():
-                import nbformat
+        if record["chapters"][name].get("status") == "ok" and (run_dir / f"{f}.ipynb").exists():
+            print(f"  {name:<28} already done ({record['chapters'][name]['seconds']:.1f} s)", file=stream)
+        else:
+            pending.append(f)
+    # longest first (times of the last run of this scale), so the slowest chapter does not start last
+    last = {}
+    for run in reversed(_runs(root / "_build", scale)):
+        rec = _read_record(run) or {}
+        last = {n: c.get("seconds", 0) for n, c in rec.get("chapters", {}).items() if c.get("status") == "ok"}
+        if last:
+            break
+    pending.sort(key=lambda f: -last.get(Path(f).name, 0))
+    _write_json(run_dir / "record.json", record)
 
-                failed_nb = nbformat.read(str(target), as_version=4)
-                entry["cell"], entry["cell_source"] = _failing_cell(failed_nb)
-                entry["glued"] = glued_values(failed_nb)
-            else:
-                entry["traceback"] = traceback.format_exc()[-4000:]
-        entry["seconds"] = round(time.perf_counter() - t0, 2)
-        _save(record, run_dir)
-        print(f"{prefix} {entry['status']} in {entry['seconds']:.1f} s", file=stream, flush=True)
+    running: dict = {}  # name -> (process, file, t0)
+    total, started = len(pending), 0
+    t_start = time.perf_counter()
+    print(f"executing {total} chapter(s), {min(jobs, max(total, 1))} at a time, into {run_dir}", file=stream)
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                f = pending.pop(0)
+                name = Path(f).name
+                started += 1
+                target = run_dir / f"{f}.ipynb"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.unlink(missing_ok=True)
+                spec = {
+                    "source": str(root / f"{f}.md"),
+                    "target": str(target),
+                    "parameters": {"scale": scale, **overrides[f]},
+                    "cwd": str((root / f).parent),
+                    "timeout": timeout,
+                    "result": str(work / f"{name}.result.json"),
+                }
+                (work / f"{name}.result.json").unlink(missing_ok=True)
+                _write_json(work / f"{name}.spec.json", spec)
+                record["chapters"][name] = {
+                    "source": f"{f}.md",
+                    "parameters": spec["parameters"],
+                    "status": "running",
+                }
+                _write_json(run_dir / "record.json", record)
+                logs.mkdir(exist_ok=True)
+                with open(logs / f"{name}.log", "w") as log:  # the kernel's own chatter, kept out of the console
+                    proc = subprocess.Popen(
+                        # run as a script: no gelib (nor JAX) to import in the worker itself
+                        [sys.executable, str(Path(__file__).resolve()), str(work / f"{name}.spec.json")],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                running[name] = (proc, f, time.perf_counter())
+                print(
+                    f"[{started}/{total}] {name:<28} started   (elapsed {time.perf_counter() - t_start:4.0f} s)",
+                    file=stream,
+                    flush=True,
+                )
+            time.sleep(0.2)
+            for name, (proc, _f, t0) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                del running[name]
+                result = work / f"{name}.result.json"
+                entry = record["chapters"][name]
+                if proc.returncode == 0 and result.exists():
+                    entry.update(json.loads(result.read_text()))
+                else:
+                    entry.update(
+                        status="failed",
+                        error=f"the chapter's worker ended with status {proc.returncode}; see {logs / name}.log",
+                        seconds=round(time.perf_counter() - t0, 2),
+                    )
+                _write_json(run_dir / "record.json", record)
+                print(f"      {name:<28} {entry['status']} in {entry['seconds']:.1f} s", file=stream, flush=True)
+    except KeyboardInterrupt:
+        for proc, _, _ in running.values():
+            proc.terminate()
+        for proc, _, _ in running.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for name in running:
+            record["chapters"][name].update(status="interrupted")
+        _write_json(run_dir / "record.json", record)
+        names = ", ".join(running) or "none running"
+        print(
+            f"\ninterrupted ({names}); continue with: python -m gelib batch --scale {scale} --resume --out {run_dir}",
+            file=stream,
+        )
+        return 130
+    shutil.rmtree(work, ignore_errors=True)
 
-    fill_missing_chapters(root, run_dir)
+    ok = {n for n, c in record["chapters"].items() if c["status"] == "ok"}
+    record["complete"] = all(Path(f).name in ok for f in all_chapters)
     record["finished"] = _dt.datetime.now().isoformat(timespec="seconds")
-    _save(record, run_dir)
-    _write_status_page(run_dir, record)
+    failed = {n: c for n, c in record["chapters"].items() if c["status"] == "failed"}
 
-    failed = {n: c for n, c in record["chapters"].items() if c["status"] != "ok"}
     width = max([len(n) for n in record["chapters"]] + [8])
     print(f"\n{'chapter':<{width}}  status   time (s)", file=stream)
     for n, c in record["chapters"].items():
         print(f"{n:<{width}}  {c['status']:<7}  {c.get('seconds', 0):8.1f}", file=stream)
-    print(f"\nrun folder: {run_dir.relative_to(root) if run_dir.is_relative_to(root) else run_dir}", file=stream)
+    print(f"\nrun folder: {run_dir}", file=stream)
 
+    for f in all_chapters:  # a bare source left by an earlier partial render would shadow the notebook
+        if (run_dir / f"{f}.ipynb").exists():
+            (run_dir / f"{f}.md").unlink(missing_ok=True)
     status = 0
     if render:
-        status = render_book(root, run_dir, strict=not failed, stream=stream)
-    if failed:
-        for n, c in failed.items():
-            where = f"cell {c['cell']}" if c.get("cell") is not None else "before any cell"
-            print(f"FAILED {n} at {where}: {c.get('error', '')}", file=stream)
-        status = 1
-    return status
+        output, strict = root, True
+        if not record["complete"]:
+            output = run_dir
+            base = _latest_complete_run(root / "_build", scale, record["parameters"], run_dir)
+            for f in all_chapters:
+                name = Path(f).name
+                if name in ok:
+                    continue
+                (run_dir / f"{f}.ipynb").unlink(missing_ok=True)
+                if base is not None and (base / f"{f}.ipynb").exists():
+                    shutil.copy(base / f"{f}.ipynb", run_dir / f"{f}.ipynb")
+                    record["chapters"][name]["from_run"] = base.name
+            missing = fill_missing_chapters(root, run_dir)
+            strict = not missing
+            print(
+                f"a partial run: rendered into its own folder; chapters not run here come from "
+                f"{base.name if base else 'no complete run'}"
+                + (f", unexecuted: {', '.join(missing)}" if missing else ""),
+                file=stream,
+            )
+        _write_json(run_dir / "record.json", record)
+        _write_status_page(run_dir, record)
+        status = render_book(root, run_dir, strict=strict, stream=stream, output=output)
+    else:
+        _write_json(run_dir / "record.json", record)
+    for n, c in failed.items():
+        where = f"code cell {c['cell']}" if c.get("cell") is not None else "before any cell"
+        print(f"FAILED {n} at {where}: {c.get('error', '')}", file=stream)
+    return 1 if failed else status
 
 
 def prepare_mirror(root: Path, run_dir: Path) -> None:
@@ -369,3 +716,7 @@ def render_book(
         return 1
     print(f"book: {output / '_build' / 'html' / 'index.html'}", file=stream)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1]))

@@ -1,13 +1,20 @@
 """The batch: chapters executed with injected parameters, failures kept apart, resumable."""
 
 import json
+import os
+import random
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from gelib.batch import is_chapter, load_chapter, run_batch, toc_files
+from gelib.batch import BatchError, _Lock, chapter_parameters, is_chapter, load_chapter, run_batch, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONT = textwrap.dedent("""\
@@ -78,14 +85,15 @@ def test_a_failing_chapter_does_not_stop_the_others_and_runs_resume(book, capsys
     out = book / "_build" / "runs" / "ci-test"
     assert run_batch(book, "ci", out=out, render=False) == 1
     err = capsys.readouterr().err
-    assert "FAILED bad at cell" in err and "boom ci" in err
+    assert "FAILED bad at code cell 3: RuntimeError: boom ci" in err  # its third code cell
     record = json.loads((out / "record.json").read_text())
     assert record["chapters"]["good"]["status"] == "ok"
     assert record["chapters"]["good"]["glued"] == {"answer": "42"}
     bad = record["chapters"]["bad"]
     assert bad["status"] == "failed" and "raise RuntimeError" in bad["cell_source"]
     assert (out / "book" / "good.ipynb").exists() and (out / "book" / "bad.ipynb").exists()
-    assert record["versions"]["jax"] and record["device"]
+    assert record["versions"]["jax"] and record["device"] and "commit" in record
+    assert record["chapters"]["bad"]["cell"] == 3 and record["complete"] is False
 
     # a new run never overwrites an earlier one unless asked
     with pytest.raises(SystemExit, match="exists"):
@@ -98,3 +106,176 @@ def test_a_failing_chapter_does_not_stop_the_others_and_runs_resume(book, capsys
     assert "already done" in capsys.readouterr().err
     assert (out / "book" / "good.ipynb").stat().st_mtime == mtime
     assert json.loads((out / "record.json").read_text())["chapters"]["bad"]["status"] == "ok"
+
+
+def test_overrides_are_checked_against_each_chapters_parameters(book, capsys):
+    (book / "book" / "bad.md").write_text(
+        chapter(["from myst_nb import glue\nglue('w', width, display=False)"]).replace(
+            "seed = 0\n", "seed = 0\nwidth = 3\n"
+        )
+    )
+    assert chapter_parameters(book / "book" / "bad.md") == {"scale": "default", "seed": 0, "width": 3}
+    with pytest.raises(BatchError, match="-p typo: not a parameter of any chapter selected$"):
+        run_batch(book, "ci", None, {"typo": 3}, out=book / "r0", render=False)
+    with pytest.raises(BatchError, match="-p width: not a parameter .*the chapters that have it: bad"):
+        run_batch(book, "ci", ["good"], {"width": 5}, out=book / "r1", render=False)
+    with pytest.raises(BatchError, match="bad expects int"):
+        run_batch(book, "ci", None, {"width": "wide"}, out=book / "r2", render=False)
+    assert not (book / "r0").exists() and not (book / "r1").exists()  # refused before anything ran
+
+    # a name some chapters have goes to those only, and the record says so per chapter
+    assert run_batch(book, "ci", None, {"width": 5}, out=book / "r3", render=False) == 0
+    chapters = json.loads((book / "r3" / "record.json").read_text())["chapters"]
+    assert chapters["bad"]["parameters"] == {"scale": "ci", "width": 5} and chapters["bad"]["glued"] == {"w": "5"}
+    assert chapters["good"]["parameters"] == {"scale": "ci"}
+
+
+def test_bad_selections_and_folders_are_one_line_errors(book, capsys, monkeypatch):
+    with pytest.raises(BatchError, match="no chapter matches 'denominator'; the chapters: good, bad"):
+        run_batch(book, "ci", ["denominator"], render=False)
+    with pytest.raises(BatchError, match="--timeout must be a positive"):
+        run_batch(book, "ci", timeout=0, render=False)
+    with pytest.raises(BatchError, match="cannot write the run folder /proc/x"):
+        run_batch(book, "ci", out=Path("/proc/x"), render=False)
+    with pytest.raises(BatchError, match="no earlier run"):
+        run_batch(book, "ci", resume=True, render=False)
+
+    # a folder in use by a live batch: neither --resume nor --force touches it
+    out = book / "_build" / "runs" / "ci-live"
+    out.mkdir(parents=True)
+    (out / "record.json").write_text(json.dumps({"parameters": {"scale": "ci"}, "chapters": {}}))
+    lock = _Lock(out)
+    lock.acquire()
+    try:
+        with pytest.raises(BatchError, match=f"{out} is in use by another batch"):
+            run_batch(book, "ci", out=out, resume=True, render=False)
+        with pytest.raises(BatchError, match="in use"):
+            run_batch(book, "ci", out=out, force=True, render=False)
+        assert (out / "record.json").exists()
+    finally:
+        lock.release()
+
+    # a full disk while the record is written: one line, and the last record stays readable
+    import gelib.batch
+
+    real, calls = gelib.batch._write_json, []
+
+    def fill_up(path, data):
+        calls.append(path)
+        if len(calls) > 2:
+            raise OSError(28, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(gelib.batch, "_write_json", fill_up)
+    out = book / "_build" / "runs" / "ci-full"
+    assert run_batch(book, "ci", out=out, render=False) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "No space left on device" in err and "--resume" in err
+    assert "Traceback" not in err
+    assert json.loads((out / "record.json").read_text())["parameters"] == {"scale": "ci"}
+    assert not (out / ".lock").exists()
+
+
+def visible(page: Path) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page.read_text()))
+
+
+def test_a_partial_run_never_replaces_the_complete_book(book, capsys):
+    (book / "book" / "bad.md").write_text(
+        chapter(["from myst_nb import glue\nglue('other', 7, display=False)", "print('bad fixed')"])
+    )
+    (book / "book" / "good.md").write_text(
+        (book / "book" / "good.md").read_text() + "\nThe answer is {glue:text}`answer`.\n"
+    )
+    (book / "book" / "bad.md").write_text((book / "book" / "bad.md").read_text() + "\nSeven: {glue:text}`other`.\n")
+    runs = book / "_build" / "runs"
+    assert run_batch(book, "ci", out=runs / "ci-1") == 0  # complete: renders the book
+    page = book / "_build" / "html" / "book" / "good.html"
+    assert "The answer is 42" in visible(page)
+    before = page.stat().st_mtime_ns
+
+    assert run_batch(book, "ci", ["bad*"], out=runs / "ci-2") == 0  # partial: its own folder
+    err = capsys.readouterr().err
+    assert "partial run" in err and "ci-1" in err
+    assert page.stat().st_mtime_ns == before
+    own = runs / "ci-2" / "_build" / "html" / "book"
+    assert "Seven: 7" in visible(own / "bad.html")
+    assert "The answer is 42" in visible(own / "good.html")  # from the complete run ci-1
+    record = json.loads((runs / "ci-2" / "record.json").read_text())
+    assert record["chapters"]["good"]["from_run"] == "ci-1" and record["complete"] is False
+
+
+def slow_book(book, seconds=0.6):
+    """Three chapters that glue seeded random numbers between pauses, so that a
+    kill lands inside a chapter."""
+    (book / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n"
+        + "".join(f"  - file: book/slow{k}\n" for k in range(3))
+        + "  - file: book/status\n"
+    )
+    for k in range(3):
+        cells = [
+            f"import time\nimport numpy as np\nfrom myst_nb import glue\nrng = np.random.default_rng(seed + {k})",
+            f"time.sleep({seconds})\nglue('x{k}', float(rng.standard_normal()), display=False)",
+            f"time.sleep({seconds})\nglue('y{k}', float(rng.standard_normal()), display=False)",
+        ]
+        (book / "book" / f"slow{k}.md").write_text(chapter(cells))
+    return book
+
+
+def batch_cli(book, *args):
+    cmd = [sys.executable, "-m", "gelib", "batch", "--root", str(book), "--scale", "ci", "--no-render", *args]
+    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def glued(run):
+    record = json.loads((run / "record.json").read_text())
+    assert all(c["status"] == "ok" for c in record["chapters"].values()), record["chapters"]
+    return {n: c["glued"] for n, c in record["chapters"].items()}
+
+
+def test_ctrl_c_is_one_line_and_the_run_resumes(book):
+    slow_book(book, seconds=3)
+    out = book / "_build" / "runs" / "ci-int"
+    proc = batch_cli(book, "--out", str(out), "--jobs", "1")
+    while "started" not in proc.stderr.readline():
+        pass
+    time.sleep(3)  # inside the first chapter
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 3, err
+    assert f"continue with: python -m gelib batch --scale ci --resume --out {out}" in err
+    statuses = {n: c["status"] for n, c in json.loads((out / "record.json").read_text())["chapters"].items()}
+    assert "interrupted" in statuses.values() and "ok" not in statuses.values(), statuses
+    resumed = batch_cli(book, "--out", str(out), "--resume", "--jobs", "3")
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert {n: set(g) for n, g in glued(out).items()} == {f"slow{k}": {f"x{k}", f"y{k}"} for k in range(3)}
+
+
+def test_killed_at_random_points_then_resumed_loses_nothing(book):
+    """Fault injection: SIGKILL to the whole batch (workers included) at random
+    points, then --resume; the record equals that of an uninterrupted run."""
+    slow_book(book)
+    runs = book / "_build" / "runs"
+    clean = batch_cli(book, "--out", str(runs / "ci-clean"))
+    clean.communicate(timeout=300)
+    reference = glued(runs / "ci-clean")
+    assert set(reference) == {"slow0", "slow1", "slow2"} and all(len(v) == 2 for v in reference.values())
+
+    rng = random.Random(20261203)
+    for trial in range(3):
+        out = runs / f"ci-kill{trial}"
+        proc = batch_cli(book, "--out", str(out), "--jobs", "1")
+        chapter_k, starts = rng.randint(1, 3), 0
+        while starts < chapter_k:  # inside the k-th chapter, at a random time of it
+            starts += "started" in proc.stderr.readline()
+        time.sleep(rng.uniform(0.0, 2.5))
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        assert json.loads((out / "record.json").read_text())["parameters"] == {"scale": "ci"}  # still readable
+        resumed = batch_cli(book, "--out", str(out), "--resume")
+        _, err = resumed.communicate(timeout=300)
+        assert resumed.returncode == 0, err
+        assert glued(out) == reference

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import batch as engine
 from ..scales import SCALES
-from .common import report_error
+from .common import positive_int, report_error
 
 __all__ = ["register", "run"]
 
@@ -57,7 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing --out folder")
     p.add_argument("--no-render", action="store_true", help="execute only, do not build the HTML")
-    p.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    p.add_argument("--timeout", type=positive_int, default=None, help="per-cell timeout in seconds (default: none)")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=positive_int,
+        default=None,
+        help="chapters executed at once (default: one per CPU core up to 4; 1 on a GPU)",
+    )
     p.add_argument("--root", type=Path, default=Path("."), help="the book's folder (with _toc.yml)")
     p.set_defaults(func=run)
     return p
@@ -74,7 +81,16 @@ def run(args: argparse.Namespace) -> int:
     params = {k: _parse_value(v) for k, v in args.parameter}
     try:
         return engine.run_batch(
-            root, args.scale, args.chapters, params, args.out, args.resume, args.force, not args.no_render, args.timeout
+            root,
+            args.scale,
+            args.chapters,
+            params,
+            args.out,
+            args.resume,
+            args.force,
+            not args.no_render,
+            args.timeout,
+            jobs=args.jobs,
         )
     except engine.BatchError as e:
         return report_error("batch", e)
