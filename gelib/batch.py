@@ -44,6 +44,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -709,12 +710,24 @@ def render_book(
     cmd = [str(jb), "build", str(run_dir), "--path-output", str(output), "--keep-going"]
     if strict:
         cmd[3:3] = ["-n", "-W"]
-    print(f"rendering: {' '.join(cmd[1:])}", file=stream, flush=True)
-    res = subprocess.run(cmd, cwd=root)
+    logs = Path(run_dir) / "logs"
+    logs.mkdir(exist_ok=True)
+    log_path = logs / "render.log"
+    print(f"rendering ({'-n -W' if strict else 'lenient'}) ... full log: {log_path}", file=stream, flush=True)
+    t0 = time.perf_counter()
+    with open(log_path, "w") as log:
+        res = subprocess.run(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", log_path.read_text(errors="replace"))
+    problems = [ln for ln in text.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL)\b|^Traceback", ln)]
+    for line in problems[:20]:
+        print(f"  {line}", file=stream)
+    if len(problems) > 20:
+        print(f"  ... and {len(problems) - 20} more in the log", file=stream)
     if res.returncode:
-        print("gelib batch: rendering failed", file=stream)
+        print(f"gelib batch: rendering failed ({len(problems)} warnings or errors); see {log_path}", file=stream)
         return 1
-    print(f"book: {output / '_build' / 'html' / 'index.html'}", file=stream)
+    index = output / "_build" / "html" / "index.html"
+    print(f"book: {index} (rendered in {time.perf_counter() - t0:.0f} s)", file=stream)
     return 0
 
 

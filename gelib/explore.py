@@ -25,14 +25,33 @@ from collections.abc import Callable, Sequence
 
 from .config import ConfigError
 
-__all__ = ["Explorer", "explorer", "slider_kind"]
+__all__ = ["Choice", "Explorer", "explorer", "slider_kind"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """A parameter that takes one of a few values (a preset's name, a flag):
+    a drop-down menu in the widgets, a check box for ``(False, True)``.
+
+    >>> Choice("bert-base", ("bert-base", "gpt3-175b")).value
+    'bert-base'
+    """
+
+    value: object
+    options: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", tuple(self.options))
+        if self.value not in self.options:
+            raise ValueError(f"choice {self.value!r} is not among the options {self.options}")
 
 
 @dataclasses.dataclass(frozen=True)
 class Explorer:
     """A chapter's drawing function with its slider ranges.
 
-    ``sliders`` maps each parameter to ``(value, min, max, step)``.
+    ``sliders`` maps each parameter to ``(value, min, max, step)``, or to a
+    :class:`Choice`.
     """
 
     fn: Callable[..., object]
@@ -40,7 +59,7 @@ class Explorer:
 
     def defaults(self) -> dict:
         """The parameters' default values (the static book's state)."""
-        return {name: spec[0] for name, spec in self.sliders.items()}
+        return {name: spec.value if isinstance(spec, Choice) else spec[0] for name, spec in self.sliders.items()}
 
     def __call__(self, **values):
         """Draw at ``values`` (missing ones at their defaults); a bad layer prints why.
@@ -51,6 +70,11 @@ class Explorer:
         unknown = sorted(set(values) - set(self.sliders))
         if unknown:
             raise TypeError(f"unknown explorer parameter(s) {unknown}; known: {sorted(self.sliders)}")
+        for name, value in values.items():
+            spec = self.sliders[name]
+            if isinstance(spec, Choice) and value not in spec.options:
+                print(f"not available: {name} = {value!r}; choose one of {', '.join(map(repr, spec.options))}")
+                return None
         try:
             return self.fn(**{**self.defaults(), **values})
         except ConfigError as err:
@@ -62,9 +86,15 @@ class Explorer:
         import ipywidgets
 
         controls = {}
-        for name, (value, lo, hi, step) in self.sliders.items():
-            cls = ipywidgets.IntSlider if slider_kind(value, lo, hi, step) is int else ipywidgets.FloatSlider
-            controls[name] = cls(value=value, min=lo, max=hi, step=step)
+        for name, spec in self.sliders.items():
+            if isinstance(spec, Choice) and spec.options == (False, True):
+                controls[name] = ipywidgets.Checkbox(value=spec.value, description=name)
+            elif isinstance(spec, Choice):
+                controls[name] = ipywidgets.Dropdown(value=spec.value, options=spec.options, description=name)
+            else:
+                value, lo, hi, step = spec
+                cls = ipywidgets.IntSlider if slider_kind(value, lo, hi, step) is int else ipywidgets.FloatSlider
+                controls[name] = cls(value=value, min=lo, max=hi, step=step)
 
         def redraw(**values):
             return self(**values)
@@ -93,7 +123,7 @@ def explorer(fn: Callable[..., object], *, show: bool = True, **sliders: Sequenc
     """Wrap ``fn`` as an :class:`Explorer`, draw its default state, offer sliders.
 
     Each keyword is a parameter of ``fn`` with its ``(value, min, max, step)``
-    (``step`` may be left out: 1). With ``show=False`` nothing is drawn or
+    (``step`` may be left out: 1), or a :class:`Choice`. With ``show=False`` nothing is drawn or
     displayed (for tests and for chapters that draw the default state
     elsewhere).
 
@@ -103,6 +133,9 @@ def explorer(fn: Callable[..., object], *, show: bool = True, **sliders: Sequenc
     """
     specs = {}
     for name, spec in sliders.items():
+        if isinstance(spec, Choice):
+            specs[name] = spec
+            continue
         spec = tuple(spec)
         if len(spec) == 3:
             spec = (*spec, 1)

@@ -44,3 +44,20 @@ def test_widgets_have_one_slider_per_parameter():
     w = ex.widgets()
     kinds = {c.description: type(c) for c in w.children if isinstance(c, widgets.widgets.ValueWidget)}
     assert kinds == {"n": widgets.IntSlider, "h": widgets.IntSlider, "beta": widgets.FloatSlider}
+
+
+def test_choices_are_checked_and_become_menus(capsys):
+    from gelib.explore import Choice
+
+    def pick(name, tied, n):
+        return name, tied, n
+
+    ex = explorer(pick, show=False, name=Choice("a", ("a", "b")), tied=Choice(False, (False, True)), n=(8, 1, 16))
+    assert ex() == ("a", False, 8) and ex(name="b", tied=True) == ("b", True, 8)
+    assert ex(name="c") is None
+    assert capsys.readouterr().out == "not available: name = 'c'; choose one of 'a', 'b'\n"
+    with pytest.raises(ValueError, match="not among the options"):
+        Choice("c", ("a", "b"))
+    widgets = pytest.importorskip("ipywidgets")
+    kinds = {c.description: type(c) for c in ex.widgets().children if isinstance(c, widgets.widgets.ValueWidget)}
+    assert kinds == {"name": widgets.Dropdown, "tied": widgets.Checkbox, "n": widgets.IntSlider}
