@@ -1,4 +1,9 @@
-"""One figure style for the whole book, and the plots every chapter shares."""
+"""One figure style for the whole book, and the plots every chapter shares.
+
+Most functions draw on the axes they are given and return them; the
+``*_figure`` functions make a whole figure of a chapter (its panels, layout
+and labels) and return it.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
+from .config import AttentionConfig
 from .freeprob import Law
+from .law import chain
 from .rates import PowerFit, fit_power_law
 from .spectra import Summary
+from .tables import LEVEL_TITLES
 
 __all__ = [
     "use_style",
@@ -382,6 +390,140 @@ def rate_panels(
             ax.set_ylabel(ylabel)
         ax.legend(fontsize=8)
     return fits
+
+
+# --- the limit-law chapter's figures ---
+
+__all__ += ["chain_figure", "allocation_figure", "bound_figure"]
+
+
+def chain_figure(
+    levels: dict[str, ArrayLike],
+    laws: dict[str, Law],
+    softmax: ArrayLike | None = None,
+    titles: dict[str, str] = LEVEL_TITLES,
+    log_levels: Sequence[str] = ("mu_VO", "out"),
+) -> Figure:
+    """The chain of compressions level by level: one :func:`law_histograms` panel per level, on a 2 x 3 grid.
+
+    Parameters
+    ----------
+    levels
+        ``{level: eigenvalues}`` of one draw (any shape, flattened), e.g. from
+        :func:`gelib.levels.level_spectra`.
+    laws
+        ``{level: law}``: one panel per law, in this order (at most five with
+        ``softmax``, six without), the eigenvalues of the level against it.
+    softmax
+        Eigenvalues of ``Y Y^T / n`` of one draw of the softmax layer, drawn in
+        the sixth panel against ``laws["out"]`` (log axis, second colour).
+    titles
+        ``{level: panel title}``.
+    log_levels
+        The levels drawn on a logarithmic axis as densities of ``log x`` (40
+        bins; the others linear, 25 bins).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure; the first panel of each row has the y-label of its kind
+        ("density" or "density of log(eigenvalue)"), the first panel a legend.
+    """
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.2))
+    for ax, name in zip(axes.flat, laws):
+        log = name in log_levels
+        law_histograms(ax, {"one draw": levels[name]}, laws[name], title=titles[name], bins=40 if log else 25, log=log)
+    drawn = len(laws)
+    if softmax is not None:
+        law_histograms(
+            axes.flat[drawn],
+            {"MHA, one draw": softmax},
+            laws["out"],
+            title=r"output: softmax MHA $Y Y^T / n$",
+            bins=40,
+            colors=COLORS[1:],
+            log=True,
+        )
+        drawn += 1
+    for ax in axes.flat[drawn:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("density of log(eigenvalue)" if ax.get_xscale() == "log" else "density")
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def allocation_figure(splits: Sequence[AttentionConfig], outputs: Sequence[AttentionConfig]) -> Figure:
+    """How the head allocation and the output width enter the limit law: four :func:`density_curves` panels.
+
+    Parameters
+    ----------
+    splits
+        Layers that split one total value width ``h d_V`` into heads: the top
+        panels show their value laws ``mu_V`` (linear axis) and output laws
+        (log axis), labelled by ``h`` and ``d_V``.
+    outputs
+        Layers that differ in the output width ``d_O`` (at ``h = 4`` in the
+        titles): the bottom panels show their laws ``mu_VO`` and output laws
+        (log axes), labelled by ``d_O / n``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The 2 x 2 figure. The laws are :func:`gelib.law.chain`'s.
+    """
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4))
+    split_chains = [chain(c) for c in splits]
+    output_chains = [chain(c) for c in outputs]
+    split_labels = [f"h = {c.h}, $d_V$ = n/{c.n // c.d_v}" for c in splits]
+    out_labels = [f"$d_O$ = {o.d_o / o.n:g} n" for o in outputs]
+    panels = (
+        (axes[0, 0], [c.value for c in split_chains], split_labels, r"$\mu_V$ at fixed $h d_V = n$", False),
+        (axes[0, 1], [c.output for c in split_chains], split_labels, "output law at fixed $h d_V = n$", True),
+        (axes[1, 0], [c.output_covariance for c in output_chains], out_labels, r"$\mu_{VO}$, $h = 4$", True),
+        (axes[1, 1], [c.output for c in output_chains], out_labels, "output law, $h = 4$", True),
+    )
+    for ax, laws, labels, title, log in panels:
+        density_curves(ax, laws, labels, title, log=log)
+    fig.tight_layout()
+    return fig
+
+
+def bound_figure(
+    ns: Sequence[int],
+    values: dict,
+    bounds: Sequence[float],
+    ylabel: str = "",
+    exponent: float = -0.5,
+    figsize: tuple[float, float] = (6, 3.6),
+) -> tuple[Figure, dict[str, PowerFit]]:
+    """A figure of one :func:`bound_plot`, and the power law fitted to every series.
+
+    Parameters
+    ----------
+    ns
+        The sizes of the sweep, shape ``(k,)``.
+    values
+        ``{label: array (k, seeds)}``, the distances at every size and seed.
+    bounds
+        The constants ``C`` of the bounds ``C n^exponent``, one per series.
+    ylabel
+        The y-label.
+    exponent
+        The exponent of the bounds.
+    figsize
+        The figure's size.
+
+    Returns
+    -------
+    figure : matplotlib.figure.Figure
+    fits : dict[str, PowerFit]
+        ``{label: gelib.rates.fit_power_law(ns, values[label])}`` (fitted, not drawn).
+    """
+    fig, ax = plt.subplots(figsize=figsize)
+    bound_plot(ax, ns, values, bounds, exponent=exponent, ylabel=ylabel)
+    return fig, {label: fit_power_law(ns, v) for label, v in values.items()}
 
 
 # --- learning curves ---

@@ -17,20 +17,43 @@ Rows too large for a CPU are *shrunk* along the proportional regime
 (:func:`shrink`): ``n``, ``d`` and ``d_K = d_V`` divided by the same power of
 two, ``h`` and ``h_KV`` kept, which keeps every ratio of the dimensions and
 so the limit law.
+
+The limit-law chapter's tables are here too: :func:`level_w1_table`, the W1
+distance from the eigenvalues of every level of the chain of compressions
+(:func:`gelib.levels.level_spectra`) to that level's law, against the bound
+``C / sqrt(p)``; and :func:`moment_table`, the first moments of simulated
+spectra against the exact moments of the limit law, with a tolerance
+``C_m k^{3/2} / sqrt(n)``. Both return the numbers they print, so that the
+chapter asserts on them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
+from .freeprob import Law, w1_to_law
 from .presets import PRESETS, Preset
 from .spectra import Comparison, Summary, mean_shift, summarize
 
-__all__ = ["shrink", "mean_shifts", "TableRow", "table_row", "markdown_table", "HEADER"]
+__all__ = [
+    "shrink",
+    "mean_shifts",
+    "TableRow",
+    "table_row",
+    "markdown_table",
+    "HEADER",
+    "LEVEL_TITLES",
+    "level_sizes",
+    "level_w1_table",
+    "empirical_moments",
+    "moment_table",
+]
 
 HEADER: tuple[str, ...] = (
     "model",
@@ -165,3 +188,156 @@ def markdown_table(rows: list[TableRow]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
     return "\n".join(lines)
+
+
+# --- the limit-law chapter's tables ---
+
+LEVEL_TITLES: dict[str, str] = {
+    "W": "$K K^T / d_K$ (MP)",
+    "T": r"$T = \beta^2 W + \alpha^2 I$",
+    "mu_V": r"$\mu_V$: $V^T T V / n$",
+    "mu_VO": r"$\mu_{VO}$: $\Sigma$",
+    "out": r"output: $Y^G Y^{G T} / n$",
+}
+"""The name of every level of the chain (:data:`gelib.levels.LEVELS`) in tables and figures."""
+
+
+def level_sizes(cfg: AttentionConfig) -> dict[str, int]:
+    """The size ``p`` of the matrix at every level of the chain of layer ``cfg``.
+
+    Parameters
+    ----------
+    cfg
+        The layer.
+
+    Returns
+    -------
+    dict[str, int]
+        ``{level: p}`` for the names of :data:`gelib.levels.LEVELS`: ``n`` for
+        ``K K^T / d_K``, ``T`` and ``Y Y^T / n``; ``d_V`` for one block ``M_r``
+        (``"mu_V"``); ``d_O`` for ``Sigma`` (``"mu_VO"``).
+    """
+    return {"W": cfg.n, "T": cfg.n, "mu_V": cfg.d_v, "mu_VO": cfg.d_o, "out": cfg.n}
+
+
+def level_w1_table(
+    levels: Mapping[str, ArrayLike],
+    laws: Mapping[str, Law],
+    cfg: AttentionConfig,
+    c_w1: float,
+    titles: Mapping[str, str] = LEVEL_TITLES,
+    atom_tol: float = 1e-6,
+) -> tuple[str, dict[str, tuple[float, float]]]:
+    """The W1 distance from every level's eigenvalues to its law, relative to the law's mean.
+
+    Parameters
+    ----------
+    levels
+        ``{level: eigenvalues}`` (any shape, flattened), e.g. from
+        :func:`gelib.levels.level_spectra`.
+    laws
+        ``{level: law}``; the table has one row per law, in this order.
+    cfg
+        The layer, for the size ``p`` of every level (:func:`level_sizes`).
+    c_w1
+        The constant ``C`` of the bound ``C / sqrt(p)``.
+    titles
+        The first column: ``{level: name}``.
+    atom_tol
+        Eigenvalues within ``atom_tol * sigma`` of an atom count as at the atom
+        (:func:`gelib.freeprob.w1_to_law`).
+
+    Returns
+    -------
+    table : str
+        A Markdown table: level, size ``p``, the law's atoms (mass at location),
+        ``W1 / mean`` and the bound.
+    distances : dict[str, tuple[float, float]]
+        ``{level: (w1_to_law(eigenvalues, law) / mean of the law, C / sqrt(p))}``.
+    """
+    sizes = level_sizes(cfg)
+    rows = ["| level | size | atoms | W1 / mean | bound $C/\\sqrt{p}$ |", "|---|---|---|---|---|"]
+    distances = {}
+    for name, law in laws.items():
+        dist = w1_to_law(levels[name], law, atom_tol=atom_tol) / law.moments(1)[0]
+        bound = c_w1 / math.sqrt(sizes[name])
+        atoms = ", ".join(f"{m:.3f} at {x:.3g}" for x, m in law.atoms()) or "none"
+        rows.append(f"| {titles[name]} | {sizes[name]} | {atoms} | {dist:.4f} | {bound:.4f} |")
+        distances[name] = (dist, bound)
+    return "\n".join(rows), distances
+
+
+def empirical_moments(spectra: ArrayLike, k: int) -> np.ndarray:
+    """The first ``k`` empirical moments ``(1/n) sum_i lambda_i^j`` of every seed's spectrum.
+
+    Parameters
+    ----------
+    spectra
+        Eigenvalues, shape ``(seeds, n)``.
+    k
+        The number of moments.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(seeds, k)``: column ``j - 1`` holds the ``j``-th moment.
+    """
+    spectra = np.asarray(spectra, dtype=float)
+    return np.stack([np.mean(spectra**j, axis=1) for j in range(1, k + 1)], 1)
+
+
+def moment_table(
+    spectra: Mapping[str, ArrayLike],
+    law_moments: ArrayLike,
+    n: int,
+    c_m: float,
+    labels: Mapping[str, str] | None = None,
+) -> tuple[str, dict[str, np.ndarray], np.ndarray]:
+    """The first moments of simulated spectra against the exact moments of their limit law.
+
+    The tolerance for the relative error of the ``k``-th moment, averaged over
+    seeds, is ``c_m k^{3/2} / sqrt(n)``.
+
+    Parameters
+    ----------
+    spectra
+        ``{model: eigenvalues (seeds, n)}``, e.g. from
+        :func:`gelib.spectra.model_spectra`.
+    law_moments
+        The law's moments ``m_1 .. m_K``, shape ``(K,)``
+        (:meth:`gelib.freeprob.Law.moments`).
+    n
+        The size of the spectra, for the tolerance.
+    c_m
+        The constant of the tolerance.
+    labels
+        ``{model: column name}``, one column per model in this order
+        (default: ``Y^G`` then MHA, models ``"yg"`` and ``"mha"``).
+
+    Returns
+    -------
+    table : str
+        A Markdown table, one row per moment: the law's moment, per model the
+        mean over seeds ± its 95 % half-width
+        (:func:`gelib.spectra.summarize`) with the relative error, and the
+        tolerance.
+    errors : dict[str, numpy.ndarray]
+        ``{model: mean over seeds of m_k^emp, divided by m_k, minus 1}``, shape ``(K,)``.
+    tolerances : numpy.ndarray
+        ``c_m k^{3/2} / sqrt(n)``, shape ``(K,)``.
+    """
+    labels = {"yg": "$Y^G$", "mha": "MHA"} if labels is None else labels
+    law_m = np.asarray(law_moments, dtype=float)
+    count = len(law_m)
+    tol = np.array([c_m * (k + 1) ** 1.5 / math.sqrt(n) for k in range(count)])
+    emp = {m: empirical_moments(spectra[m], count) for m in labels}
+    errors = {m: np.array([e[:, k].mean() / law_m[k] - 1 for k in range(count)]) for m, e in emp.items()}
+    head = " | ".join(f"{label} (mean ± 95 % CI)" for label in labels.values())
+    rows = [f"| moment | limit law | {head} | tolerance |", "|---" * (3 + len(labels)) + "|"]
+    for k in range(count):
+        cells = []
+        for m in labels:
+            summ = summarize(emp[m][:, k])
+            cells.append(f"{summ.mean:.4g} ± {summ.ci95:.2g} ({100 * (summ.mean / law_m[k] - 1):+.2f} %)")
+        rows.append(f"| $m_{k + 1}$ | {law_m[k]:.4g} | {' | '.join(cells)} | ±{100 * tol[k]:.1f} % |")
+    return "\n".join(rows), errors, tol

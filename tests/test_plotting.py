@@ -1,4 +1,4 @@
-"""The limit-law panels: what is drawn has the areas and masses it claims."""
+"""The limit-law panels and figures: what is drawn has the areas, masses and fits it claims."""
 
 import matplotlib
 
@@ -10,9 +10,20 @@ import pytest  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.patches import StepPatch  # noqa: E402
 
+from gelib import AttentionConfig  # noqa: E402
 from gelib.freeprob import affine, marchenko_pastur  # noqa: E402
-from gelib.plotting import at_atoms, density_curves, law_histograms, rate_panels  # noqa: E402
+from gelib.law import chain  # noqa: E402
+from gelib.plotting import (  # noqa: E402
+    allocation_figure,
+    at_atoms,
+    bound_figure,
+    chain_figure,
+    density_curves,
+    law_histograms,
+    rate_panels,
+)
 from gelib.rates import fit_power_law  # noqa: E402
+from gelib.tables import LEVEL_TITLES  # noqa: E402
 
 P, N = 400, 160  # X X^T / N with X of size P x N: rank N, an atom 1 - N/P = 0.6 at 0
 
@@ -131,3 +142,86 @@ def test_rate_panels_fit_and_guide_line():
     at_mean = np.interp(np.mean(np.log(ns)), np.log(x), np.log(y))
     assert at_mean == pytest.approx(np.mean(np.log(m)), abs=1e-12)
     assert axes[1].get_ylabel() == "KS"
+
+
+# --- the limit-law chapter's figures ---
+
+
+def test_chain_figure_panels(wishart):
+    eigs, law = wishart
+    y = np.random.default_rng(1).standard_normal((100, 200))
+    full = np.linalg.eigvalsh(y @ y.T / 200)  # no atom: ratio 0.5
+    levels = {"W": eigs, "T": 2 * eigs + 0.5, "mu_V": full, "mu_VO": full, "out": eigs}
+    laws = {"W": law, "T": affine(law, 2.0, 0.5), "mu_V": marchenko_pastur(0.5), "mu_VO": marchenko_pastur(0.5)}
+    laws["out"] = law
+    fig = chain_figure(levels, laws, softmax=eigs[::2])
+    axes = [a for a in fig.axes if a.get_visible()][:6]
+    assert len(axes) == 6
+    assert [a.get_title() for a in axes] == [*LEVEL_TITLES.values(), r"output: softmax MHA $Y Y^T / n$"]
+    assert [a.get_xscale() for a in axes] == ["linear"] * 3 + ["log"] * 3
+    assert (axes[0].get_ylabel(), axes[3].get_ylabel()) == ("density", "density of log(eigenvalue)")
+    assert axes[0].get_legend() is not None
+    for ax, mu, e in zip(axes, [*laws.values(), law], [*levels.values(), eigs[::2]]):
+        # the histogram's area is the fraction of continuous eigenvalues in its range
+        (stairs,) = _stairs(ax)
+        heights, edges = stairs.get_data().values, stairs.get_data().edges
+        width = np.diff(np.log(edges)) if ax.get_xscale() == "log" else np.diff(edges)
+        inside = np.mean((e >= edges[0]) & (e <= edges[-1]) & ~at_atoms(e, mu))
+        assert np.sum(heights * width) == pytest.approx(inside, rel=1e-12)
+        # the curve integrates to the continuous mass of the law
+        (curve,) = _curves(ax)
+        x, c = curve.get_xdata(), curve.get_ydata()
+        area = np.trapezoid(c, np.log(x)) if ax.get_xscale() == "log" else np.trapezoid(c, x)
+        assert area == pytest.approx(1 - sum(m for _, m in mu.atoms()), rel=3e-2)
+    # without the softmax panel the sixth axis is hidden
+    fig = chain_figure(levels, laws)
+    assert sum(a.get_visible() for a in fig.axes if a.get_ylabel() != "atom mass") == 5
+
+
+def test_allocation_figure_curves():
+    n = 64
+    splits = [AttentionConfig(n=n, d=n, h=h, d_k=n // h, d_o=n) for h in (4, 16)]
+    outputs = [AttentionConfig(n=n, d=2 * n, h=4, d_k=n // 4, d_o=d_o) for d_o in (n // 2, 2 * n)]
+    fig = allocation_figure(splits, outputs)
+    axes = fig.axes
+    assert len(axes) == 4
+    assert [a.get_xscale() for a in axes] == ["linear", "log", "log", "log"]
+    labels = [[t.get_text() for t in a.get_legend().get_texts()] for a in axes]
+    assert labels[0] == labels[1] == ["h = 4, $d_V$ = n/4", "h = 16, $d_V$ = n/16"]
+    # d_O = n/2 < h d_V = n: the output law has an atom 1/2 at 0; d_O = 2n: Sigma has one
+    assert labels[2] == ["$d_O$ = 0.5 n", "$d_O$ = 2 n, atom 0.50 at 0"]
+    assert labels[3] == ["$d_O$ = 0.5 n, atom 0.50 at 0", "$d_O$ = 2 n"]
+    laws = [
+        [chain(c).value for c in splits],
+        [chain(c).output for c in splits],
+        [chain(c).output_covariance for c in outputs],
+        [chain(c).output for c in outputs],
+    ]
+    for ax, panel in zip(axes, laws):
+        curves = _curves(ax)
+        assert len(curves) == len(panel)
+        for curve, mu in zip(curves, panel):
+            x, y = curve.get_xdata(), curve.get_ydata()
+            if ax.get_xscale() == "log":  # x rho(x) against log x, cut at 1e-4 sigma
+                assert x[0] >= 1e-4 * mu.sigma
+                mass = np.trapezoid(y, np.log(x))
+            else:  # rho(x) over the whole support: the continuous mass, and the exact mean
+                mass = np.trapezoid(y, x)
+                assert mass == pytest.approx(1 - mu.point_mass(0.0), rel=1e-2)
+                assert np.trapezoid(x * y, x) == pytest.approx(mu.moments(1)[0], rel=1e-2)
+            # the continuous mass of the law over the drawn range
+            assert mass == pytest.approx(mu.cdf(x[-1]) - mu.cdf(x[0]), rel=1e-2)
+
+
+def test_bound_figure_fits_and_bounds():
+    ns = (128, 256, 512)
+    values = {"a": 0.3 * np.asarray(ns, float)[:, None] ** -0.7 * np.ones((3, 4)), "b": np.full((3, 2), 0.01)}
+    fig, fits = bound_figure(ns, values, (1.5, 2.5), ylabel="W1")
+    (ax,) = fig.axes
+    assert (ax.get_xscale(), ax.get_yscale(), ax.get_ylabel()) == ("log", "log", "W1")
+    assert list(fits) == ["a", "b"]
+    assert fits["a"].slope == pytest.approx(-0.7, abs=1e-12) and fits["a"].prefactor == pytest.approx(0.3)
+    assert fits["b"].slope == pytest.approx(0.0, abs=1e-12)
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--" and len(line.get_xdata()) > 1]
+    for line, c in zip(dashed, (1.5, 2.5)):
+        np.testing.assert_allclose(line.get_ydata(), c * line.get_xdata() ** -0.5, rtol=1e-12)

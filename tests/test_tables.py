@@ -1,14 +1,28 @@
-"""The finite-size table: shrinking keeps the limit law, rows and their z-scores, formatting."""
+"""The tables: the finite-size table (shrinking keeps the limit law, rows and their z-scores,
+formatting) and the limit-law chapter's (W1 per level of the chain, moments against the law)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from gelib import PRESETS
+from gelib import PRESETS, AttentionConfig
+from gelib.freeprob import affine, marchenko_pastur
 from gelib.law import output_law
+from gelib.levels import LEVELS
 from gelib.spectra import Comparison, ks, mean_shift, rel_w1, summarize
-from gelib.tables import HEADER, markdown_table, mean_shifts, shrink, table_row
+from gelib.tables import (
+    HEADER,
+    LEVEL_TITLES,
+    empirical_moments,
+    level_sizes,
+    level_w1_table,
+    markdown_table,
+    mean_shifts,
+    moment_table,
+    shrink,
+    table_row,
+)
 
 
 @pytest.mark.parametrize("name", ["bert-base", "llada-8b", "falcon-7b", "gpt3-175b"])
@@ -80,3 +94,91 @@ def test_markdown_table():
     assert cells[-2] == "1.66 ± 0.23" and cells[-1].startswith("-")
     assert lines[3].split("|")[7].strip() == "÷2" and lines[3].rstrip("| ").endswith("n/a (shrunk)")
     assert lines[4].rstrip("| ").endswith("—")
+
+
+# --- the limit-law chapter's tables ---
+
+P, N = 400, 160  # X X^T / N with X of size P x N: Marchenko-Pastur with ratio 2.5, an atom 0.6 at 0
+
+
+def _mp_cdf_closed_form(x, c):
+    """The Marchenko-Pastur distribution function (ratio ``c > 1``, mean 1) from its closed-form density."""
+    a, b = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
+    t = np.linspace(a, b, 400_001)
+    rho = np.sqrt(np.clip((b - t) * (t - a), 0, None)) / (2 * np.pi * c * t)
+    cont = np.concatenate([[0.0], np.cumsum((rho[1:] + rho[:-1]) / 2 * np.diff(t))])
+    return (1 - 1 / c) * (x >= 0) + np.interp(x, t, cont, left=0.0, right=cont[-1])
+
+
+def _w1_by_grid(eigs, cdf, hi):
+    """``int |F_n - F| dx`` on a fine grid: an independent W1."""
+    x = np.linspace(0.0, hi, 400_001)
+    emp = np.searchsorted(np.sort(np.where(np.abs(eigs) < 1e-9, 0.0, eigs)), x, side="right") / eigs.size
+    return np.trapezoid(np.abs(emp - cdf(x)), x)
+
+
+@pytest.fixture(scope="module")
+def wishart():
+    x = np.random.default_rng(0).standard_normal((P, N))
+    return np.linalg.eigvalsh(x @ x.T / N)
+
+
+def test_level_sizes():
+    cfg = AttentionConfig(n=400, d=400, h=2, d_k=160, d_v=100, d_o=300)
+    assert level_sizes(cfg) == {"W": 400, "T": 400, "mu_V": 100, "mu_VO": 300, "out": 400}
+    assert set(level_sizes(cfg)) == set(LEVELS) == set(LEVEL_TITLES)
+
+
+def test_level_w1_table_against_a_direct_w1(wishart):
+    law = marchenko_pastur(P / N)
+    cfg = AttentionConfig(n=P, d=P, h=2, d_k=N, d_v=100, d_o=300)
+    # T = 2 W + 1/2: W1 scales by 2, the mean is 2.5, so W1 / mean is 0.8 times that of W
+    levels = {"W": wishart, "T": 2 * wishart + 0.5, "mu_V": wishart}
+    laws = {"W": law, "T": affine(law, 2.0, 0.5), "mu_V": law}
+    table, dist = level_w1_table(levels, laws, cfg, 1.5)
+    direct = _w1_by_grid(wishart, lambda x: _mp_cdf_closed_form(x, P / N), 1.1 * (1 + np.sqrt(P / N)) ** 2)
+    assert 0.005 < direct < 0.1
+    assert list(dist) == ["W", "T", "mu_V"]
+    assert dist["W"][0] == pytest.approx(direct, rel=2e-3)
+    assert dist["T"][0] == pytest.approx(0.8 * dist["W"][0], rel=1e-6)
+    assert dist["W"][1] == pytest.approx(1.5 / math.sqrt(P)) and dist["mu_V"][1] == pytest.approx(1.5 / 10)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 3 and all(line.count("|") == 6 for line in lines)
+    cells = [c.strip() for c in lines[2].split("|")[1:-1]]
+    assert cells == [LEVEL_TITLES["W"], "400", "0.600 at 0", f"{dist['W'][0]:.4f}", f"{1.5 / 20:.4f}"]
+    assert lines[3].split("|")[3].strip() == "0.600 at 0.5"  # T moves the atom to alpha^2
+    # a law without atoms, and other titles
+    y = np.random.default_rng(1).standard_normal((100, 200))
+    table, _ = level_w1_table(
+        {"mu_V": np.linalg.eigvalsh(y @ y.T / 200)}, {"mu_V": marchenko_pastur(0.5)}, cfg, 1.0, {"mu_V": "M"}
+    )
+    assert [c.strip() for c in table.splitlines()[2].split("|")[1:4]] == ["M", "100", "none"]
+
+
+def test_empirical_moments_against_a_loop():
+    spectra = np.random.default_rng(3).exponential(size=(4, 50))
+    got = empirical_moments(spectra, 3)
+    want = [[sum(v**j for v in row) / row.size for j in (1, 2, 3)] for row in spectra]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert got.shape == (4, 3)
+
+
+def test_moment_table_errors_tolerances_and_format():
+    # every seed's spectrum is a constant c_s: its moments are c_s^k exactly
+    c = np.array([1.0, 1.2, 0.9])
+    spectra = {"yg": np.repeat(c[:, None], 64, 1), "mha": np.repeat(2 * c[:, None], 64, 1)}
+    law_m = np.array([1.0, 1.1, 1.3, 1.6])
+    table, errors, tol = moment_table(spectra, law_m, 64, 2.5)
+    for m, f in (("yg", 1.0), ("mha", 2.0)):
+        want = np.array([np.mean((f * c) ** k) / law_m[k - 1] - 1 for k in (1, 2, 3, 4)])
+        np.testing.assert_allclose(errors[m], want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(tol, 2.5 * np.arange(1, 5) ** 1.5 / 8, rtol=1e-15)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 4 and all(line.count("|") == 6 for line in lines)
+    assert lines[0] == "| moment | limit law | $Y^G$ (mean ± 95 % CI) | MHA (mean ± 95 % CI) | tolerance |"
+    cells = [x.strip() for x in lines[2].split("|")[1:-1]]
+    mean, ci = summarize(c).mean, summarize(c).ci95
+    assert cells[:3] == ["$m_1$", "1", f"{mean:.4g} ± {ci:.2g} ({100 * (mean - 1):+.2f} %)"]
+    assert cells[-1] == f"±{100 * 2.5 / 8:.1f} %"
+    one, errors, _ = moment_table(spectra, law_m[:2], 64, 1.0, labels={"mha": "softmax"})
+    assert list(errors) == ["mha"] and one.splitlines()[0].count("|") == 5 and "softmax" in one
