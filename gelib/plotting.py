@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .freeprob import Law
-from .law import chain
+from .law import Chain, chain
 from .rates import PowerFit, fit_power_law
 from .spectra import Summary
 from .tables import LEVEL_TITLES
@@ -588,3 +588,60 @@ def tex_sci(x: float) -> str:
     """
     mant, ex = f"{x:.3g}e0".split("e")[:2]
     return f"{mant} \\times 10^{{{int(ex)}}}" if int(ex) else mant
+
+
+__all__ += ["law_figure"]
+
+
+def law_figure(
+    ch: Chain, reference: Chain | None = None, labels: Sequence[str] = ("this layer", "main layer")
+) -> Figure:
+    """The value law and the output law of one layer, for the limit law's explorer.
+
+    Left, :math:`\\mu_V` on a linear axis; right, the output law as the density
+    of ``log x`` on a logarithmic axis (:func:`density_curves`). The edges of
+    each law's support are dotted vertical lines, its atoms are named in the
+    legend, and the title gives the output law's mean and support. With
+    ``reference`` (the chapter's main layer) its two laws are drawn in grey
+    for comparison.
+
+    Parameters
+    ----------
+    ch
+        The chain of laws of the layer (:func:`gelib.law.chain`).
+    reference
+        Another layer's chain, drawn beneath.
+    labels
+        Legend labels of ``ch`` and ``reference``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    pairs = [(ch, labels[0])] + ([(reference, labels[1])] if reference is not None else [])
+    for ax, level, title, log in (
+        (axes[0], "value", r"value law $\mu_V$", False),
+        (axes[1], "output", r"output law of $Y Y^T / n$", True),
+    ):
+        laws = [getattr(c, level) for c, _ in pairs]
+        density_curves(ax, laws, [label for _, label in pairs], title=title, log=log)
+        curves = list(ax.get_lines())
+        if reference is not None:
+            curves[-1].set(color="0.6", ls="--", zorder=1)
+        for line, law in zip(curves, laws):
+            for left, right in law.edges():
+                for x in (left, right):
+                    if x > 0 or not log:
+                        ax.axvline(x, color=line.get_color(), ls=":", lw=0.9)
+        ax.legend(fontsize=8)
+    out = ch.output
+    support = " $\\cup$ ".join(f"$[{tex_sci(a)}, {tex_sci(b)}]$" for a, b in out.edges())
+    atom = out.point_mass(0.0)
+    fig.suptitle(
+        f"output law: mean ${tex_sci(out.moments(1)[0])}$, support {support}"
+        + (f", atom {atom:.3f} at 0" if atom > 0 else ""),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig

@@ -225,3 +225,32 @@ def test_bound_figure_fits_and_bounds():
     dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--" and len(line.get_xdata()) > 1]
     for line, c in zip(dashed, (1.5, 2.5)):
         np.testing.assert_allclose(line.get_ydata(), c * line.get_xdata() ** -0.5, rtol=1e-12)
+
+
+def test_law_figure_marks_the_support_and_the_mean():
+    import math
+
+    from gelib import AttentionConfig
+    from gelib.law import chain
+    from gelib.plotting import law_figure, tex_sci
+
+    main = AttentionConfig(n=512, d=768, h=4, d_k=64, d_v=96, d_o=768)  # h d_V < n: an atom at 0
+    other = main.replace(h=8, h_kv=8, d_k=32, d_v=32, beta=1.5)
+    fig = law_figure(chain(other), chain(main))
+    left, right = fig.axes
+    for ax, level, log in ((left, "value", False), (right, "output", True)):
+        assert ax.get_xscale() == ("log" if log else "linear")
+        curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+        assert len(curves) == 2 and curves[1].get_linestyle() == "--"  # the main layer beneath, dashed
+        marks = sorted(ln.get_xdata()[0] for ln in ax.get_lines() if len(ln.get_xdata()) == 2)
+        edges = sorted(x for c in (other, main) for e in getattr(chain(c), level).edges() for x in e)
+        edges = [x for x in edges if x > 0 or not log]
+        np.testing.assert_allclose(marks, edges, rtol=1e-12)
+    title = fig._suptitle.get_text()
+    mean = math.expm1(1.5**2) * other.d_o / other.n  # the closed form of m_1
+    assert f"output law: mean ${tex_sci(mean)}$, support $[" in title, title
+    plt.close(fig)
+    main_fig = law_figure(chain(main))
+    atom = 1 - main.h * main.d_v / main.n  # rank h d_V of Y^G
+    assert f"atom {atom:.3f} at 0" in main_fig._suptitle.get_text()
+    plt.close(main_fig)
