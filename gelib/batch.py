@@ -15,11 +15,12 @@
    a temporary file renamed over the old one): parameters, per-chapter
    parameters, status, run time, failing code cell, device, commit, package
    versions and every glued number;
-4. renders the mirror tree with Jupyter Book, execution off, into
-   ``_build/html`` when every chapter ran (each chapter executes exactly once);
-   a partial run renders into its own ``<run>/_build/html`` instead, with the
-   chapters it did not run taken from the latest complete run, so it never
-   replaces a complete book.
+4. renders the mirror tree with Jupyter Book, execution off, into the run's
+   own ``<run>/_build/html`` (each chapter executes exactly once); when every
+   chapter ran and the rendering succeeded, that copy becomes the book,
+   ``_build/html``. A partial run takes the chapters it did not run from the
+   latest complete run and stays in its folder, so it never replaces a
+   complete book, nor does a failed rendering.
 
 A failing chapter does not stop the others; the run then exits non-zero and
 names each failed chapter with its failing code cell. ``--resume`` continues
@@ -452,11 +453,12 @@ def run_batch(
     ``_build/runs/<scale>-<time>``); ``jobs`` chapters run at once (default
     :func:`default_jobs`).
 
-    A run in which every chapter of the book ran renders into ``_build/html``
-    (the book). Any other run (some chapters selected, or one failed) renders
-    into its own folder, ``<run>/_build/html``, taking the chapters it did not
-    run from the latest complete run of the same scale and parameters (their
-    source where there is none), so it never replaces a complete book. Raises
+    Every run renders into its own folder, ``<run>/_build/html``. A run in
+    which every chapter of the book ran, once rendered without error, then
+    replaces the book (``_build/html``) with it. Any other run (some chapters
+    selected, or one failed) takes the chapters it did not run from the latest
+    complete run of the same scale and parameters (their source where there is
+    none) and stays in its folder, so it never replaces a complete book. Raises
     :class:`BatchError` when the run cannot start."""
     stream = stream or sys.stderr
     root = Path(root).resolve()
@@ -511,6 +513,18 @@ def run_batch(
         return 2
     finally:
         lock.release()
+
+
+def _publish(html: Path, book: Path) -> None:
+    """Replace the book's HTML folder by a copy of ``html``, swapping by renames."""
+    new, old = book.with_name(book.name + ".new"), book.with_name(book.name + ".old")
+    shutil.rmtree(new, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.copytree(html, new)
+    if book.exists():
+        book.rename(old)
+    new.rename(book)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, render, stream, jobs) -> int:
@@ -632,9 +646,8 @@ def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, r
             (run_dir / f"{f}.md").unlink(missing_ok=True)
     status = 0
     if render:
-        output, strict = root, True
+        strict = True
         if not record["complete"]:
-            output = run_dir
             base = _latest_complete_run(root / "_build", scale, record["parameters"], run_dir)
             for f in all_chapters:
                 name = Path(f).name
@@ -654,7 +667,11 @@ def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, r
             )
         _write_json(run_dir / "record.json", record)
         _write_status_page(run_dir, record)
-        status = render_book(root, run_dir, strict=strict, stream=stream, output=output)
+        # always into the run folder first: a failed rendering never touches the book
+        status = render_book(root, run_dir, strict=strict, stream=stream, output=run_dir)
+        if status == 0 and record["complete"]:
+            _publish(run_dir / "_build" / "html", root / "_build" / "html")
+            print(f"book: {root / '_build' / 'html' / 'index.html'}", file=stream)
     else:
         _write_json(run_dir / "record.json", record)
     for n, c in failed.items():

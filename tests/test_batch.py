@@ -204,6 +204,11 @@ def test_a_partial_run_never_replaces_the_complete_book(book, capsys):
     record = json.loads((runs / "ci-2" / "record.json").read_text())
     assert record["chapters"]["good"]["from_run"] == "ci-1" and record["complete"] is False
 
+    # a complete run whose rendering fails (a glue name that no cell defines) leaves the book as it was
+    (book / "book" / "bad.md").write_text((book / "book" / "bad.md").read_text() + "\n{glue:text}`missing`\n")
+    assert run_batch(book, "ci", out=runs / "ci-3") == 1
+    assert page.stat().st_mtime_ns == before and "rendering failed" in capsys.readouterr().err
+
 
 def slow_book(book, seconds=0.6):
     """Three chapters that glue seeded random numbers between pauses, so that a
