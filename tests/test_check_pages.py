@@ -1,0 +1,238 @@
+"""tools/check_pages.py, the browser check of the built book, on tiny synthetic books.
+
+One correct book passes; one broken book has exactly one defect per page and each
+defect must be reported on its own page, and on no other. The browser runs are
+skipped without a system Chromium (`.ci/run` installs it); the text rules are
+tested without one.
+"""
+
+import importlib.util
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tools" / "check_pages.py"
+
+_spec = importlib.util.spec_from_file_location("check_pages", TOOL)
+check_pages = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("check_pages", check_pages)  # its dataclasses look their module up
+_spec.loader.exec_module(check_pages)
+
+BROWSER = check_pages.find_browser()
+needs_browser = pytest.mark.skipif(
+    BROWSER is None, reason="no system Chromium on this machine (apt-get install chromium; .ci/run installs it)"
+)
+
+
+def mathjax_dir():
+    """MathJax's es5 folder from the package the book serves it from (requirements.txt)."""
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None:
+        pytest.skip("sphinx-mathjax-offline (MathJax 3) is not installed: pip install -r requirements.txt")
+    return Path(spec.origin).parent / "static" / "mathjax"
+
+
+def copy_mathjax(dest: Path, fonts: bool = True) -> None:
+    """The main script and, unless told otherwise, the CHTML fonts it loads from beside itself."""
+    src = mathjax_dir()
+    dest.mkdir(parents=True)
+    shutil.copy(src / "tex-chtml.js", dest / "tex-chtml.js")
+    if fonts:
+        shutil.copytree(src / "output" / "chtml" / "fonts", dest / "output" / "chtml" / "fonts")
+
+
+# A 1x1 PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+def page(body: str, head: str = "") -> str:
+    head = f'<meta charset="utf-8"><title>t</title>{head}'
+    return f"<!DOCTYPE html>\n<html><head>{head}</head><body>{body}</body></html>\n"
+
+
+MATHJAX = '<script defer src="mathjax/tex-chtml.js"></script>'
+GOOD = page(
+    textwrap.dedent(r"""
+    <h1 id="top">A chapter</h1>
+    <p>Inline <span class="math">\(\sqrt n A^\perp\)</span> and prices of $5 and $10.</p>
+    <p>Typeset text: \(\text{the shell's \$x\$ and \\(y\\)}\), typeset.</p>
+    <div class="math">\[ \sum_{r=1}^h Y_r = \mathbb E\big[f(S)\big] \]</div>
+    <pre>echo $HOME; printf '\(not math\)'; x = "$y$"</pre>
+    <p>Run <code>$PATH</code>, see <a href="page2.html#results">the results</a>,
+       <a href="#top">the top</a>, <a href="https://example.org/">a paper</a>.</p>
+    <img src="_images/fig.png" alt="a figure">
+    """),
+    MATHJAX,
+)
+PAGE2 = page('<h2 id="results">Results</h2><p>Back to <a href="index.html">the start</a>.</p>')
+SEARCH_HEAD = "<script>var Search = {setIndex: function (d) { window.INDEX = d; }};</script>"
+SEARCH_BODY = """
+<div id="search-results"></div>
+<script src="searchindex.js"></script>
+<script>
+  const q = new URLSearchParams(location.search).get("q");
+  const hits = (window.INDEX ? INDEX.titles : []).filter((t) => LISTS && q && t.toLowerCase().includes(q));
+  if (hits.length) {
+    const ul = document.createElement("ul");
+    for (const t of hits) { const li = document.createElement("li"); li.textContent = t; ul.appendChild(li); }
+    document.getElementById("search-results").appendChild(ul);
+  }
+</script>
+"""
+
+
+def make_book(root: Path, lists_results: bool = True) -> Path:
+    (root / "_images").mkdir(parents=True)
+    (root / "_images" / "fig.png").write_bytes(PNG)
+    copy_mathjax(root / "mathjax")
+    (root / "index.html").write_text(GOOD)
+    (root / "page2.html").write_text(PAGE2)
+    body = SEARCH_BODY.replace("LISTS", "true" if lists_results else "false")
+    (root / "search.html").write_text(page(body, SEARCH_HEAD))
+    (root / "searchindex.js").write_text('Search.setIndex({"titles": ["Gaussian chapter", "Results"]})\n')
+    return root
+
+
+def run_checker(*args, timeout=600):
+    res = subprocess.run(
+        [sys.executable, str(TOOL), *map(str, args), "--chromium", BROWSER],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    fails = [ln for ln in res.stdout.splitlines() if ln.startswith("FAIL ")]
+    return res, fails
+
+
+def fails_of(fails, page_name):
+    return [ln for ln in fails if ln.split()[2].rstrip(":") == page_name]
+
+
+# ----------------------------------------------------------------------------- text rules, no browser
+
+
+@pytest.mark.parametrize(
+    "text",
+    [r"\(x\)", r"before \[ a \] after", r"$$ a $$", r"the $\alpha$ rule", r"$n^2$", "$x$,", r"a \) alone"],
+)
+def test_raw_tex_is_found(text):
+    assert check_pages.tex_findings([text]), text
+
+
+@pytest.mark.parametrize("text", ["prices of $5 and $10", "US$ 3", "a lone $ sign", "$ x $", "costs $3.50", ""])
+def test_dollars_that_are_not_math_are_left_alone(text):
+    assert check_pages.tex_findings([text]) == [], text
+
+
+def test_code_scripts_and_typeset_math_are_not_visible_text():
+    dom = check_pages.parse(
+        page(
+            r"<p>ok</p><pre>\(a\)</pre><code>$b$</code><script>var s='\\(c\\)';</script>"
+            r"<mjx-container><mjx-assistive-mml><math><mi>\(d\)</mi></math></mjx-assistive-mml></mjx-container>"
+            r'<div class="highlight"><span>$e$</span></div><p>\(f\)</p>'
+        )
+    )
+    assert check_pages.tex_findings(dom.text) == [r"\(f\)"]
+
+
+def test_style_urls_and_links_are_collected():
+    dom = check_pages.parse(
+        page(
+            '<style>@font-face { src: url("fonts/a.woff") } /* url(https://x.org/no) */</style>'
+            '<a href="p.html#s">p</a><img src="i.png"><link rel="stylesheet" href="https://cdn.example/s.css">'
+        )
+    )
+    assert ("style", "url()", "fonts/a.woff") in dom.loads
+    assert not any("x.org" in u for _, _, u in dom.loads)
+    assert ("a", "", "p.html#s") in dom.links and dom.imgs == ["i.png"]
+    assert ("link", "href", "https://cdn.example/s.css") in dom.loads
+
+
+def test_cap_keeps_n_lines_and_counts_the_rest():
+    failures = [("tex", "a.html", f"m{i}") for i in range(7)] + [("img", "a.html", "x")]
+    out = check_pages.cap(failures, 5)
+    assert [m for c, _, m in out if c == "tex"] == ["m0", "m1", "m2", "m3", "m4", "... and 2 more"]
+    assert ("img", "a.html", "x") in out
+
+
+# ----------------------------------------------------------------------------- in the browser
+
+
+@needs_browser
+def test_a_correct_book_passes_and_is_screenshotted(tmp_path):
+    book = make_book(tmp_path / "html")
+    shots = tmp_path / "shots"
+    res, fails = run_checker(book, "--screenshot", shots, "--shot", "index.html")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert fails == []
+    assert "every check passed" in res.stdout
+    png = (shots / "index.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, _ = struct.unpack(">II", png[16:24])
+    assert width == 1400
+
+
+BROKEN = {
+    # page: (its body and head, the check that must fail on it, a phrase of the message)
+    "rawtex.html": (page(r'<p>Math <span class="math">\(\sqrt n A^\perp\)</span> with no MathJax.</p>'), "tex", "\\("),
+    "dollar.html": (page(r"<p>An inline $\alpha_r$ that MathJax is not set up for.</p>", MATHJAX), "tex", "$"),
+    "texerror.html": (page(r"<p>A formula \(x^^2\) that does not parse.</p>", MATHJAX), "tex", "MathJax error"),
+    "noimg.html": (page('<img src="_images/missing.png" alt="gone">'), "img", "missing.png"),
+    "anchor.html": (page('<a href="page2.html#no-such-section">a broken anchor</a>'), "link", "no-such-section"),
+    "nopage.html": (page('<a href="gone.html">a missing page</a>'), "link", "gone.html"),
+    "remote.html": (
+        page("<p>plain</p>", '<script src="https://cdn.example.org/lib.js"></script>'),
+        "asset",
+        "cdn.example.org",
+    ),
+    "nofonts.html": (
+        page(r"<p>Typeset \(x^2\), but the fonts are not beside MathJax.</p>", MATHJAX.replace("mathjax/", "mj2/")),
+        "asset",
+        "woff",
+    ),
+}
+
+
+@needs_browser
+def test_each_defect_fails_on_its_page_and_only_there(tmp_path):
+    book = make_book(tmp_path / "html", lists_results=False)
+    copy_mathjax(book / "mj2", fonts=False)
+    for name, (html, _, _) in BROKEN.items():
+        (book / name).write_text(html)
+    # only the network can tell: a script fetches data at view time
+    (book / "fetch.html").write_text(page("<p>plain</p><script>fetch('https://data.example.org/x.json')</script>"))
+    res, fails = run_checker(book)
+    out = res.stdout
+    assert res.returncode == 1, out + res.stderr
+    for name, (_, check, phrase) in BROKEN.items():
+        mine = fails_of(fails, name)
+        assert any(ln.split()[1] == check and phrase in ln for ln in mine), f"{name}: no {check} failure in\n{out}"
+    # the remote script is seen twice: in the page, and as a request the blocked browser made
+    assert any(ln.split()[1] == "net" and "cdn.example.org" in ln for ln in fails_of(fails, "remote.html")), out
+    fetch = fails_of(fails, "fetch.html")
+    assert fetch and all(ln.split()[1] == "net" and "data.example.org" in ln for ln in fetch), out
+    # the correct pages are untouched by their neighbours' defects
+    assert fails_of(fails, "index.html") == [] and fails_of(fails, "page2.html") == [], out
+    assert fails_of(fails, "nofonts.html") and all(ln.split()[1] == "asset" for ln in fails_of(fails, "nofonts.html"))
+    # a search page that lists nothing for a word of the titles
+    assert any("search.html" in ln and "listed no page" in ln for ln in fails), out
+    assert "failures on" in out.splitlines()[-1]
+
+
+@needs_browser
+def test_a_missing_folder_or_search_page_cannot_pass(tmp_path):
+    res, _ = run_checker(tmp_path / "nothing")
+    assert res.returncode == 2
+    book = make_book(tmp_path / "html")
+    (book / "search.html").unlink()
+    res, fails = run_checker(book)
+    assert res.returncode == 1 and any("no search page" in ln for ln in fails), res.stdout

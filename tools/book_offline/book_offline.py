@@ -1,0 +1,87 @@
+"""Sphinx extension: the book's HTML works with no network.
+
+Listed in ``_config.yml`` (``sphinx: extra_extensions``), installed editable by
+``requirements.txt``. It
+
+* serves MathJax 3 from the build: the files of the PyPI package
+  ``sphinx-mathjax-offline`` (MathJax 3.2.2's ``es5`` folder as released: the
+  main scripts with the ``input/tex/extensions``, ``output/chtml/fonts`` and
+  ``a11y`` components they load from beside themselves) are copied to
+  ``_static/mathjax/`` through ``html_static_path``; ``mathjax_path`` (set in
+  ``_config.yml``, relative to ``_static``) must name one of them, and a remote
+  ``mathjax_path`` is refused;
+* loads MathJax on every page, not only on the pages with equations (Sphinx's
+  default): the navigation, the previous/next links and the search results'
+  titles carry the chapters' titles, TeX included, onto pages with no math of
+  their own (the indices, the search page, the status page);
+* typesets the search page's results: Sphinx's search inserts them (the
+  chapters' titles, TeX included) after MathJax's first pass.
+
+``tools/check_pages.py`` checks the result in a network-blocked browser.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ExtensionError
+
+__version__ = "0.1.0"
+MATHJAX_PACKAGE = "sphinx-mathjax-offline"  # its folder is named so, hyphens included
+
+
+def mathjax_static() -> Path:
+    """The folder holding ``mathjax/`` (MathJax's es5 files) in the installed package."""
+    spec = importlib.util.find_spec(MATHJAX_PACKAGE)
+    if spec is None or not spec.origin:
+        raise ExtensionError(f"book_offline: the package {MATHJAX_PACKAGE} is not installed (requirements.txt)")
+    static = Path(spec.origin).parent / "static"
+    if not (static / "mathjax" / "tex-chtml.js").is_file():
+        raise ExtensionError(f"book_offline: no MathJax in {static}")
+    return static
+
+
+def _config_inited(app: Sphinx, config: Config) -> None:
+    path = str(config.mathjax_path)
+    if "://" in path or path.startswith("//"):
+        raise ExtensionError(
+            f"book_offline: mathjax_path {path!r} is remote; the book must work offline (set mathjax_path: "
+            "mathjax/tex-chtml.js in _config.yml)"
+        )
+    static = mathjax_static()
+    if not (static / path).is_file():
+        raise ExtensionError(f"book_offline: mathjax_path {path!r} is not a file of {static} (relative to _static)")
+    config.html_static_path = [*config.html_static_path, str(static)]
+
+
+# Typeset what the search inserts into #search-results (once it has settled a little).
+SEARCH_JS = """\
+document.addEventListener("DOMContentLoaded", () => {
+  const results = document.getElementById("search-results");
+  if (!results) return;
+  let timer = null;
+  new MutationObserver(() => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+        MathJax.startup.promise = MathJax.startup.promise.then(() => MathJax.typesetPromise([results]));
+      }
+    }, 50);
+  }).observe(results, { childList: true, subtree: true });
+});"""
+
+
+def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if pagename == "search" and app.builder.format == "html":
+        app.add_js_file(None, body=SEARCH_JS)
+
+
+def setup(app: Sphinx) -> dict:
+    app.setup_extension("sphinx.ext.mathjax")
+    app.set_html_assets_policy("always")
+    app.connect("config-inited", _config_inited)
+    app.connect("html-page-context", _page_context)
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}

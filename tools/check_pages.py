@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""Check a built HTML book as a reader's browser shows it, with no network.
+
+    python tools/check_pages.py _build/html                 # every page; exit 1 on any failure
+    python tools/check_pages.py _build/html --screenshot shots  # and 1400 px wide screenshots
+
+Every page is loaded from ``file://`` by the system's headless Chromium (no
+browser is downloaded), with networking blocked (a dead proxy and a host
+resolver that resolves nothing), and its DOM is dumped once the page's scripts,
+MathJax included, have run (``--virtual-time-budget``). On that DOM:
+
+``tex``
+    no raw TeX delimiters left in the visible text: ``\\(``, ``\\)``, ``\\[``,
+    ``\\]``, ``$$`` and inline ``$...$`` (Pandoc's rule: no space inside the
+    dollars, no digit after the closing one). Code (``pre``, ``code``, ...),
+    scripts, MathJax's typeset output and its assistive MathML are not visible
+    text; a MathJax error (``mjx-merror``) fails too.
+``img``
+    every ``<img>`` is a non-empty file inside the build (a remote image fails).
+``link``
+    every internal ``href`` (links and ``<link rel=...>``) resolves to a file in
+    the build, and its ``#anchor`` to an ``id`` (or ``<a name>``) of that page.
+``asset``
+    every script, stylesheet, preload, icon, iframe or media source of the page,
+    and every ``url()`` of its ``<style>`` elements (MathJax's ``@font-face``
+    rules: its fonts) is a file in the build; so is every ``url()``/``@import``
+    of the build's stylesheets. A remote one fails: the book must work copied to
+    a laptop with no network.
+``net``
+    the page made no network request at all (read from Chromium's NetLog), so a
+    ``fetch`` or a font a script asks for at view time fails as well.
+``search``
+    ``search.html`` exists, its assets resolve (above), and a query for a word of
+    the book's titles lists at least one page, with no raw TeX in the results
+    and no network request.
+
+Pages run in parallel (``--jobs``, 2 by default: CI has 2 cores). One line per
+failing check (at most ``--max-lines`` per page and check, then a count), then a
+summary; the exit status is 1 on any failure, 2 when the checker cannot run (no
+HTML folder, no Chromium). ``index.html``-style redirect pages are checked for
+their target only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import html.parser
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+# Networking blocked for the browser: every proxied request goes to a closed port,
+# and no host name resolves (localhost excepted, which nothing here uses).
+NETWORK_BLOCK = ("--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost")
+BROWSER_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+    *NETWORK_BLOCK,
+)
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+# The pages screenshotted when --screenshot is given without --shot.
+DEFAULT_SHOTS = ("book/intro.html", "book/centering.html", "book/limit_law.html", "book/finite_size_table.html")
+
+VOID = set("area base br col embed hr img input link meta param source track wbr".split())
+# Subtrees whose text is not prose MathJax should have typeset: code, scripts,
+# MathJax's own output (mjx-container holds the assistive MathML too), and
+# anything marked for MathJax to ignore.
+NOT_PROSE = set("head title script style noscript template textarea pre code kbd samp tt svg".split()) | {
+    "math",
+    "mjx-container",
+    "mjx-assistive-mml",
+}
+NOT_PROSE_CLASSES = {"highlight", "tex2jax_ignore", "mathjax_ignore"}
+# Elements that load something at view time, and the attributes that say what.
+LOADING = {
+    "script": ("src",),
+    "img": ("src", "srcset"),
+    "iframe": ("src",),
+    "frame": ("src",),
+    "embed": ("src",),
+    "object": ("data",),
+    "source": ("src", "srcset"),
+    "video": ("src", "poster"),
+    "audio": ("src",),
+    "track": ("src",),
+    "input": ("src",),
+}
+LOADING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "apple-touch-icon", "manifest", "import"}
+
+# A whole \(...\), \[...\] or $$...$$, else a lone delimiter.
+TEX_SPANS = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]|\$\$.*?\$\$|\\[()\[\]]|\$\$", re.DOTALL)
+# Pandoc's inline math: $ then a non-space, ..., a non-space then $ not followed by a digit.
+TEX_INLINE = re.compile(r"(?<![\\$])\$(?=[^\s$])([^$\n]*?[^\s\\$])\$(?![\d$])")
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]*?)\1\s*\)|@import\s+(['"])([^'"]+)\3""", re.IGNORECASE)
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+SKIP_SCHEMES = ("mailto:", "tel:", "javascript:", "data:", "blob:", "about:")
+
+
+@dataclass
+class Dom:
+    """What the checks need from one (rendered or static) page."""
+
+    ids: set = field(default_factory=set)
+    text: list = field(default_factory=list)  # visible prose text nodes
+    links: list = field(default_factory=list)  # (tag, rel, href)
+    loads: list = field(default_factory=list)  # (tag, attribute, url)
+    imgs: list = field(default_factory=list)
+    merrors: list = field(default_factory=list)
+    refresh: str | None = None
+    search_results: int = 0
+
+
+class _Parser(html.parser.HTMLParser):
+    """A stack parser for Chromium's serialised DOM (every non-void element is closed)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.dom = Dom()
+        self.stack: list[tuple[str, bool, bool]] = []  # (tag, prose hidden, inside search results)
+
+    def _hidden(self) -> bool:
+        return bool(self.stack) and self.stack[-1][1]
+
+    def _in_results(self) -> bool:
+        return bool(self.stack) and self.stack[-1][2]
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: (v or "") for k, v in attrs}
+        d = self.dom
+        if "id" in a:
+            d.ids.add(a["id"])
+        if tag == "a" and "name" in a:
+            d.ids.add(a["name"])
+        if tag in ("a", "area") and "href" in a:
+            d.links.append((tag, "", a["href"]))
+        if tag == "link" and "href" in a:
+            rels = set(a.get("rel", "").lower().split())
+            if rels & LOADING_RELS:
+                d.loads.append((tag, "href", a["href"]))
+            else:
+                d.links.append((tag, " ".join(sorted(rels)), a["href"]))
+        for attr in LOADING.get(tag, ()):
+            if a.get(attr):
+                for url in _srcset(a[attr]) if attr == "srcset" else [a[attr]]:
+                    d.loads.append((tag, attr, url))
+        if tag == "img":
+            d.imgs.append(a.get("src", ""))
+        if tag == "meta" and a.get("http-equiv", "").lower() == "refresh":
+            m = re.search(r"url\s*=\s*['\"]?([^'\"]+)", a.get("content", ""), re.IGNORECASE)
+            d.refresh = m.group(1).strip() if m else None
+        if "style" in a:
+            d.loads += [("style", "url()", u) for u in css_urls(a["style"])]
+        if tag == "mjx-merror":
+            d.merrors.append(a.get("data-mjx-error", "") or a.get("title", ""))
+        classes = set(a.get("class", "").split())
+        in_results = self._in_results() or a.get("id") == "search-results"
+        if in_results and tag == "li":
+            d.search_results += 1
+        if tag in VOID:
+            return
+        hidden = self._hidden() or tag in NOT_PROSE or bool(classes & NOT_PROSE_CLASSES)
+        self.stack.append((tag, hidden, in_results))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID and self.stack and self.stack[-1][0] == tag:
+            self.stack.pop()
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1][0] == "style":  # MathJax's @font-face rules live here
+            self.dom.loads += [("style", "url()", u) for u in css_urls(data)]
+        if not self._hidden() and data.strip():
+            self.dom.text.append(data)
+
+
+def css_urls(css: str) -> list[str]:
+    """The ``url()`` and ``@import`` references of a stylesheet (comments left out)."""
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    urls = [m.group(2) if m.group(2) is not None else m.group(4) for m in CSS_URL.finditer(css)]
+    return [u.strip() for u in urls if u and u.strip() and not u.strip().startswith("#")]
+
+
+def _srcset(value: str) -> list[str]:
+    return [part.strip().split()[0] for part in value.split(",") if part.strip()]
+
+
+def parse(text: str) -> Dom:
+    p = _Parser()
+    p.feed(text)
+    p.close()
+    return p.dom
+
+
+def tex_findings(text_nodes: list[str]) -> list[str]:
+    """Raw TeX in visible text nodes: one short excerpt per formula (or lone delimiter)."""
+    out = []
+    for t in text_nodes:
+        found = [m.group() for m in TEX_SPANS.finditer(t)]
+        rest = TEX_SPANS.sub(" ", t)
+        found += [m.group() for m in TEX_INLINE.finditer(rest)]
+        out += [s if len(s) <= 80 else s[:77] + "..." for s in (" ".join(f.split()) for f in found)]
+    return out
+
+
+# ----------------------------------------------------------------------------- browser
+
+
+def find_browser(explicit: str | None = None) -> str | None:
+    if explicit:
+        return shutil.which(explicit) or (explicit if Path(explicit).is_file() else None)
+    if os.environ.get("CHROMIUM"):
+        return shutil.which(os.environ["CHROMIUM"])
+    for name in BROWSERS:
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@dataclass
+class Load:
+    dom: str = ""
+    requests: list = field(default_factory=list)  # URLs the page asked the network for
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """The http(s)/ws URLs that a ``file://`` page requested (Chromium's own
+    background requests, whose initiator is not the page, are left out)."""
+    try:
+        raw = netlog.read_text(errors="replace")
+    except OSError:
+        return []
+    try:
+        log = json.loads(raw)
+    except json.JSONDecodeError:  # cut short: close the events list
+        try:
+            log = json.loads(raw.rstrip().rstrip(",") + "]}")
+        except json.JSONDecodeError:
+            return ["(unreadable NetLog)"]
+    types = log.get("constants", {}).get("logEventTypes", {})
+    start = types.get("URL_REQUEST_START_JOB")
+    urls = []
+    for e in log.get("events", []):
+        p = e.get("params") or {}
+        if e.get("type") != start or "url" not in p:
+            continue
+        key = str(p.get("network_isolation_key", "")) + " " + str(p.get("site_for_cookies", ""))
+        if "file://" in key or p.get("initiator") == "null":
+            if not p["url"].startswith(("file:", "data:", "blob:")) and p["url"] not in urls:
+                urls.append(p["url"])
+    return urls
+
+
+def run_browser(
+    browser: str, url: str, budget_ms: int, timeout: float, screenshot: Path | None = None, size=(1400, 1800)
+) -> Load:
+    """Load ``url`` with networking blocked; dump its DOM (or write a screenshot)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="check-pages-") as tmp:
+        netlog = Path(tmp) / "net.json"
+        cmd = [
+            browser,
+            *BROWSER_FLAGS,
+            f"--user-data-dir={tmp}/profile",
+            f"--log-net-log={netlog}",
+            f"--virtual-time-budget={budget_ms}",
+        ]
+        if screenshot is not None:
+            cmd += [f"--window-size={size[0]},{size[1]}", f"--screenshot={screenshot}"]
+        else:
+            cmd += ["--dump-dom"]
+        cmd.append(url)
+        if screenshot is not None:
+            screenshot.unlink(missing_ok=True)
+        # its own process group: on a time-out the whole browser (a launcher script
+        # and its children) is ended, not just the launcher
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return Load(error=f"the browser did not finish in {timeout:.0f} s", seconds=time.perf_counter() - t0)
+        load = Load(dom=out.decode("utf-8", "replace"), requests=page_requests(netlog))
+        if proc.returncode != 0 or (screenshot is None and "<html" not in load.dom[:2000].lower()):
+            tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
+            load.error = f"the browser failed (exit {proc.returncode}): " + " | ".join(tail)
+        if screenshot is not None and not screenshot.is_file():
+            load.error = load.error or "no screenshot written"
+    load.seconds = time.perf_counter() - t0
+    return load
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+class Book:
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self._ids: dict[Path, set] = {}
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def target(self, page: Path, ref: str) -> tuple[Path | None, str, str | None]:
+        """(file, fragment, problem) for a local reference from ``page``."""
+        parts = urlsplit(ref)
+        if parts.scheme == "file":
+            path = Path(unquote(parts.path))
+        elif parts.path:
+            path = page.parent / unquote(parts.path)
+        else:
+            path = page
+        path = Path(os.path.normpath(path))
+        try:
+            path.resolve().relative_to(self.root)
+        except ValueError:
+            return None, parts.fragment, f"{ref} points outside the build"
+        if path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            return None, parts.fragment, (f"{ref}: " if parts.scheme != "file" else "") + f"no file {self.rel(path)}"
+        return path, unquote(parts.fragment), None
+
+    def ids(self, path: Path) -> set:
+        path = path.resolve()
+        if path not in self._ids:
+            self._ids[path] = parse(path.read_text(errors="replace")).ids
+        return self._ids[path]
+
+
+def is_remote(url: str) -> bool:
+    return bool(REMOTE.match(url)) and not url.lower().startswith("file:")
+
+
+def skipped(url: str) -> bool:
+    return not url.strip() or url.strip().lower().startswith(SKIP_SCHEMES)
+
+
+def check_page(book: Book, page: Path, dom: Dom, load: Load) -> list[tuple[str, str]]:
+    """The findings (check, message) for one rendered page (links' anchors are checked later)."""
+    out = []
+    if load.error:
+        out.append(("browser", load.error))
+    out += [("tex", f"raw TeX in the visible text: “{excerpt}”") for excerpt in tex_findings(dom.text)]
+    for msg in dom.merrors:
+        out.append(("tex", f"MathJax error: {msg or '(no message)'}"))
+    for src in dom.imgs:
+        if not src:
+            out.append(("img", "an <img> without src"))
+        elif src.startswith("data:"):
+            continue
+        elif is_remote(src):
+            out.append(("img", f"remote image {src}"))
+        else:
+            path, _, problem = book.target(page, src)
+            if problem:
+                out.append(("img", problem))
+            elif path.stat().st_size == 0:
+                out.append(("img", f"{src}: empty file"))
+    for tag, attr, url in dom.loads:
+        if skipped(url) or tag == "img":
+            continue
+        if is_remote(url):
+            out.append(("asset", f"<{tag} {attr}> loads {url} from the network"))
+        else:
+            _, _, problem = book.target(page, url)
+            if problem:
+                out.append(("asset", f"<{tag} {attr}> {problem}"))
+    for url in load.requests:
+        out.append(("net", f"requested {url}"))
+    return out
+
+
+def check_links(book: Book, page: Path, dom: Dom, rendered: dict[Path, Dom]) -> list[tuple[str, str]]:
+    out, seen = [], set()
+    for tag, _rel, href in dom.links:
+        if skipped(href) or is_remote(href) or href in seen:
+            continue
+        seen.add(href)
+        path, frag, problem = book.target(page, href)
+        if problem:
+            out.append(("link", f"<{tag}> {problem}"))
+        elif frag and path.suffix.lower() in (".html", ".htm"):
+            ids = rendered[path.resolve()].ids if path.resolve() in rendered else book.ids(path)
+            if frag not in ids:
+                out.append(("link", f"<{tag}> {href}: no id “{frag}” in {book.rel(path)}"))
+    return out
+
+
+def check_css(book: Book) -> list[tuple[str, str, str]]:
+    """Every stylesheet of the build: its ``url()``s and ``@import``s are files of the build."""
+    out = []
+    for css in sorted(book.root.rglob("*.css")):
+        for url in css_urls(css.read_text(errors="replace")):
+            if skipped(url):
+                continue
+            if is_remote(url):
+                out.append(("asset", book.rel(css), f"stylesheet loads {url} from the network"))
+            else:
+                _, _, problem = book.target(css, url)
+                if problem:
+                    out.append(("asset", book.rel(css), f"stylesheet url() {problem}"))
+    return out
+
+
+def search_term(root: Path) -> str | None:
+    """A word of the book's titles, to query the search page with."""
+    index = root / "searchindex.js"
+    if not index.is_file():
+        return None
+    text = index.read_text(errors="replace")
+    try:  # Search.setIndex({...})
+        titles = json.loads(text[text.index("(") + 1 : text.rindex(")")]).get("titles", [])
+    except (ValueError, AttributeError):
+        return None
+    for title in titles:
+        for word in re.findall(r"[A-Za-z]{6,}", re.sub(r"\\[A-Za-z]+", " ", title)):
+            return word.lower()
+    return None
+
+
+def cap(failures: list[tuple[str, str, str]], n: int) -> list[tuple[str, str, str]]:
+    """At most ``n`` lines per (check, page), then one line counting the rest."""
+    out, count = [], {}
+    for check, page, msg in failures:
+        count[check, page] = count.get((check, page), 0) + 1
+        if count[check, page] <= n:
+            out.append((check, page, msg))
+    for (check, page), k in count.items():
+        if k > n:
+            at = max(i for i, f in enumerate(out) if f[:2] == (check, page))
+            out.insert(at + 1, (check, page, f"... and {k - n} more"))
+    return out
+
+
+def pages_of(root: Path) -> list[Path]:
+    skip = {"_static", "_sources", "_images", "_downloads"}
+    return sorted(p for p in root.rglob("*.html") if not (set(p.relative_to(root).parts[:-1]) & skip))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("html_dir", type=Path, help="the built book (e.g. _build/html)")
+    ap.add_argument("--jobs", type=int, default=2, help="pages loaded at once (default 2)")
+    ap.add_argument(
+        "--budget-ms", type=int, default=10000, help="virtual time a page gets to run its scripts (default 10000)"
+    )
+    ap.add_argument("--timeout", type=float, default=120, help="real seconds before a page load is a failure")
+    ap.add_argument("--chromium", default=None, help="the browser (default: $CHROMIUM, else chromium on PATH)")
+    ap.add_argument("--screenshot", type=Path, metavar="DIR", help="also write screenshots of --shot pages into DIR")
+    ap.add_argument(
+        "--shot",
+        action="append",
+        metavar="PAGE",
+        help=f"a page to screenshot, relative to HTML_DIR (repeatable; default: {', '.join(DEFAULT_SHOTS)})",
+    )
+    ap.add_argument("--size", default="1400x1800", help="screenshot size WIDTHxHEIGHT in px (default 1400x1800)")
+    ap.add_argument("--search-term", default=None, help="the word to query the search page with")
+    ap.add_argument("--max-lines", type=int, default=5, help="failure lines printed per page and check (default 5)")
+    args = ap.parse_args(argv)
+
+    root = args.html_dir
+    if not root.is_dir():
+        print(f"check_pages: no folder {root}", file=sys.stderr)
+        return 2
+    browser = find_browser(args.chromium)
+    if not browser:
+        print("check_pages: no Chromium found (install the system package: apt-get install chromium)", file=sys.stderr)
+        return 2
+    book = Book(root)
+    t0 = time.perf_counter()
+    pages = pages_of(book.root)
+    failures: list[tuple[str, str, str]] = []  # (check, page, message)
+
+    static = {p: parse(p.read_text(errors="replace")) for p in pages}
+    redirects = {p for p, d in static.items() if d.refresh}
+    for p in sorted(redirects):
+        _, _, problem = book.target(p, static[p].refresh)
+        if problem:
+            failures.append(("link", book.rel(p), f"redirect {problem}"))
+    browsed = [p for p in pages if p not in redirects]
+
+    term = args.search_term or search_term(book.root)
+    search = book.root / "search.html"
+    jobs: list[tuple[str, Path, str]] = [("page", p, p.resolve().as_uri()) for p in browsed]
+    if not search.is_file():
+        failures.append(("search", "search.html", "no search page"))
+    elif not term:
+        failures.append(("search", "search.html", "no searchindex.js titles to query"))
+    else:
+        jobs.append(("search", search, search.resolve().as_uri() + f"?q={term}"))
+    failures += check_css(book)
+
+    jobs.sort(key=lambda j: -j[1].stat().st_size)  # the longest pages (most formulas) first: even load on --jobs
+    loads: dict[tuple[str, Path], Load] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {
+            pool.submit(run_browser, browser, url, args.budget_ms, args.timeout): (kind, p) for kind, p, url in jobs
+        }
+        for fut in concurrent.futures.as_completed(futures):
+            loads[futures[fut]] = fut.result()
+
+    doms = {p: parse(loads["page", p].dom) for p in browsed}
+    # the anchors a link may point to: the rendered page's ids, or the file's where its load failed
+    rendered = {p.resolve(): d for p, d in doms.items() if not loads["page", p].error}
+    for p in browsed:
+        dom, load = doms[p], loads["page", p]
+        for check, msg in check_page(book, p, dom, load) + check_links(book, p, dom, rendered):
+            failures.append((check, book.rel(p), msg))
+    if ("search", search) in loads:
+        load = loads["search", search]
+        dom = parse(load.dom)
+        if load.error:
+            failures.append(("search", "search.html", load.error))
+        elif dom.search_results == 0:
+            failures.append(("search", "search.html", f"a query for “{term}” listed no page"))
+        # search.html's own assets are checked above; here what the query adds
+        found = check_page(book, search, dom, load)
+        failures += [("search", "search.html", f"query “{term}”: {m}") for c, m in found if c in ("tex", "net")]
+
+    shots = []
+    if args.screenshot:
+        args.screenshot.mkdir(parents=True, exist_ok=True)
+        w, h = (int(x) for x in args.size.lower().split("x"))
+        for rel in args.shot or [s for s in DEFAULT_SHOTS if (book.root / s).is_file()]:
+            page = book.root / rel
+            if not page.is_file():
+                failures.append(("screenshot", rel, "no such page"))
+                continue
+            out = args.screenshot.resolve() / (rel.replace("/", "_").removesuffix(".html") + ".png")
+            load = run_browser(browser, page.resolve().as_uri(), args.budget_ms, args.timeout, out, (w, h))
+            if load.error:
+                failures.append(("screenshot", rel, load.error))
+            else:
+                shots.append(out)
+
+    failures = sorted(dict.fromkeys(failures), key=lambda f: f[1])  # by page, each page's in check order
+    for check, page, msg in cap(failures, args.max_lines):
+        print(f"FAIL {check:6} {page}: {msg}")
+    elapsed = time.perf_counter() - t0
+    for s in shots:
+        print(f"screenshot: {s}")
+    bad = len({p for _, p, _ in failures})
+    slowest = sorted(((ld.seconds, book.rel(p)) for (_, p), ld in loads.items()), reverse=True)[:3]
+    if slowest:
+        print("check_pages: slowest loads: " + ", ".join(f"{name} {sec:.1f} s" for sec, name in slowest))
+    summary = f"check_pages: {len(browsed)} pages of {root} in a network-blocked browser, {elapsed:.1f} s"
+    if failures:
+        print(f"{summary}: {len(failures)} failures on {bad} pages")
+        return 1
+    print(f"{summary}: every check passed (tex, img, link, asset, net, search)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
