@@ -44,6 +44,14 @@ def _as_int(name: str, value) -> int:
     return value
 
 
+def _floor3(x: float) -> str:
+    """``x`` rounded down to 3 significant digits, so that the value printed is safe to use."""
+    if not math.isfinite(x) or x <= 0:
+        return f"{x:g}"
+    p = 10 ** (math.floor(math.log10(x)) - 2)
+    return f"{math.floor(x / p) * p:.3g}"
+
+
 def max_log_score(n: int, h: int) -> float:
     """A high-probability bound on the largest of the ``h n^2`` scores.
 
@@ -76,7 +84,9 @@ class AttentionConfig:
         Within-head key-value tying ``W^V_g = W^K_g`` (needs ``d_v = d_k``).
     dtype : str
         ``"float64"`` (default) or ``"float32"``; ``beta`` must be small
-        enough that ``exp(beta * score)`` and ``exp(beta^2)`` stay finite in it.
+        enough that ``exp(beta * score)`` and ``exp(beta^2)`` stay finite in it,
+        and the float64 Gram matrices, whose entries reach ``e^{beta^2} d_o``,
+        too (:attr:`beta_max`).
     """
 
     n: int
@@ -125,26 +135,36 @@ class AttentionConfig:
         set_("beta", beta)
         limit = self.beta_max
         if beta > limit:
+            if self.dtype == "float64":
+                advice = "lower beta (float64 is the widest dtype gelib has)"
+            else:
+                wider = dataclasses.replace(self, beta=1.0, dtype="float64").beta_max
+                advice = f"lower beta or use dtype='float64' (largest safe beta there: {_floor3(wider)})"
             raise ConfigError(
-                f"beta = {beta:g} is too large for {self.dtype}: exp(beta * score) "
-                f"or exp(beta^2) would overflow (largest safe beta here is "
-                f"{limit:.3g}); lower beta or use dtype='float64'"
+                f"beta = {beta:g} is too large for {self.dtype}: exp(beta * score), exp(beta^2) "
+                f"or the Gram matrix Y Y^T (entries ~ e^(beta^2) d_o) would overflow (largest safe beta here is "
+                f"{_floor3(limit)}); {advice}"
             )
 
     # --- derived quantities -------------------------------------------------
     @property
     def beta_max(self) -> float:
-        """Largest ``beta`` whose unnormalised attention weights stay finite.
+        """Largest ``beta`` whose unnormalised attention weights and spectra stay finite.
 
-        Needs ``beta^2 <= log(max float)`` (the variance ``e^{beta^2} - 1``)
-        and ``beta s - beta^2/2 <= log(max float)`` at the largest score ``s``
-        (:func:`~gelib.config.max_log_score`); the softmax itself is computed stably.
+        Needs ``beta^2 <= log(max float)`` (the variance ``e^{beta^2} - 1``),
+        ``beta s - beta^2/2 <= log(max float)`` at the largest score ``s``
+        (:func:`~gelib.config.max_log_score`; the softmax itself is computed
+        stably) and ``e^{beta^2} 64 d_o <= max float64``: a row of the output
+        has squared norm about ``e^{beta^2} d_o``, the Gram matrix's diagonal
+        and a bound on its eigenvalues (the 64 covers the largest of ``n`` rows
+        and the widths' ratios), which must stay finite in float64.
         """
         log_max = math.log(np.finfo(self.dtype).max)
         s = max_log_score(self.n, self.h)
         # beta s - beta^2 / 2 is largest at beta = s, where it is s^2 / 2.
         by_scores = math.inf if s * s / 2 <= log_max else s - math.sqrt(s * s - 2 * log_max)
-        return min(math.sqrt(log_max), by_scores)
+        by_gram = math.sqrt(max(math.log(np.finfo(np.float64).max) - math.log(64 * self.d_o), 0.0))
+        return min(math.sqrt(log_max), by_scores, by_gram)
 
     @property
     def group_size(self) -> int:
@@ -174,7 +194,8 @@ class AttentionConfig:
         mean_v = math.expm1(self.beta**2)
         if self.tie_kv:
             mean_v += self.beta**2 * self.n / self.d_k
-        return mean_v * self.d_o / self.n
+        m1 = mean_v * self.d_o / self.n
+        return m1 if math.isfinite(m1) else mean_v * (self.d_o / self.n)  # mean_v * d_o alone may overflow
 
     def replace(self, **changes) -> AttentionConfig:
         """A copy with some fields changed (validated again).

@@ -2,25 +2,32 @@
 
 Samples the original multi-head attention and its Gaussian equivalent (or any
 two models of the paper's Table 1) from shared draws and reports the relative
-W1 and KS distances between their spectra over seeds, as a table or as JSON.
+W1 and KS distances between their spectra over seeds, as a table or as JSON
+(strict JSON: an interval that one seed leaves undefined is ``null``).  Before
+sampling, the working set of the layer is estimated (:mod:`gelib.memory`) and
+a layer that does not fit in the available memory, or in ``--max-memory``,
+is refused with one line.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import time
+
+import numpy as np
 
 from ..config import ConfigError
 from ..presets import get_preset
-from .common import add_config_args, config_from_args
+from .common import add_command, add_config_args, config_from_args, dumps, fmt, memory_size
 
 __all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``compare`` sub-command to an argparse ``subparsers`` object."""
-    c = subparsers.add_parser(
+    c = add_command(
+        subparsers,
         "compare",
         help="spectral distance between MHA and its Gaussian equivalent",
         description=(
@@ -46,16 +53,41 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default="fast",
         help="sample Q, K, V directly (fast) or build X and the weights (literal)",
     )
+    c.add_argument(
+        "--max-memory",
+        type=memory_size,
+        metavar="SIZE",
+        help="refuse a layer whose estimated working set exceeds SIZE (e.g. 4GB, 512MiB; "
+        "default: the memory available now)",
+    )
     c.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=run)
     return c
 
 
+def _interval(summary: dict) -> dict:
+    """A summary's dict with the undefined spread of one seed as ``None`` (``null`` in JSON)."""
+    out = dict(summary)
+    if out["count"] < 2:
+        out["ci95"] = out["std"] = None
+    return out
+
+
+def _ci(value: float, count: int, scale: float = 1.0, digits: int = 3) -> str:
+    """The 95 % half-width for the table: ``+-0.123``, or why there is none."""
+    if count < 2 or not math.isfinite(value):
+        return f"n/a ({count} seed)" if count < 2 else "n/a"
+    return "+-" + fmt(scale * value, digits)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``compare``; a bad layer or bad flags raise :class:`~gelib.config.ConfigError`."""
+    """Run ``compare``; a bad layer or bad flags raise :class:`~gelib.config.ConfigError`
+    (a layer too large for the memory :class:`~gelib.memory.MemoryLimitError`,
+    spectra that overflow float64 a ``ConfigError`` too: both exit with status 2)."""
     import jax
 
+    from ..memory import check_memory
     from ..models import LABELS, check_models
     from ..spectra import compare
 
@@ -65,10 +97,21 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--models needs two different models A,B, got {args.models!r}")
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
+    check_memory(cfg, models, args.path, args.seeds, limit=args.max_memory)
     t0 = time.perf_counter()
-    res = compare(jax.random.key(args.seed), cfg, models, args.seeds, args.path, progress=not args.quiet)
+    try:
+        res = compare(jax.random.key(args.seed), cfg, models, args.seeds, args.path, progress=not args.quiet)
+    except np.linalg.LinAlgError:
+        res = None
+    if res is None or not all(np.all(np.isfinite(res.spectra[m])) for m in models):
+        raise ConfigError(
+            f"the spectra of {' or '.join(LABELS[m] for m in models)} overflow float64 at beta = {cfg.beta:g} "
+            f"(the mean eigenvalue of the Gaussian equivalent alone is e^(beta^2) d_o / n = {fmt(cfg.first_moment)}); "
+            "lower beta"
+        )
     elapsed = time.perf_counter() - t0
     out = res.as_dict()
+    out.update(rel_w1=_interval(out["rel_w1"]), ks=_interval(out["ks"]))
     out.update(seed=args.seed, path=args.path, seconds=elapsed, device=jax.devices()[0].platform)
     if args.preset:
         p = get_preset(args.preset)
@@ -76,26 +119,26 @@ def run(args: argparse.Namespace) -> int:
         if p.paper_rel_w1 is not None and models == ("mha", "yg") and cfg == p.config(dtype=cfg.dtype):
             out["paper_rel_w1"] = {"mean": p.paper_rel_w1[0] / 100, "ci95": p.paper_rel_w1[1] / 100}
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
         return 0
     a, b = (LABELS[m] for m in models)
     rw, k = res.rel_w1_summary, res.ks_summary
+    seeds = f"{res.rel_w1.size} seed{'s' * (res.rel_w1.size > 1)}"
     lines = [
         f"layer     {cfg.describe()}",
-        f"models    {a}  against  {b}  ({res.rel_w1.size} seeds from seed {args.seed}, {args.path} path)",
+        f"models    {a}  against  {b}  ({seeds} from seed {args.seed}, {args.path} path)",
         "",
-        f"{'distance':<12}{'mean':>10}{'95% CI':>12}",
-        f"{'rel. W1 (%)':<12}{100 * rw.mean:>10.3f}{'+-' + format(100 * rw.ci95, '.3f'):>12}",
-        f"{'KS':<12}{k.mean:>10.4f}{'+-' + format(k.ci95, '.4f'):>12}",
+        f"{'distance':<12}{'mean':>10}{'95% CI':>14}",
+        f"{'rel. W1 (%)':<12}{fmt(100 * rw.mean, 3, 10)}{_ci(rw.ci95, rw.count, 100, 3):>14}",
+        f"{'KS':<12}{fmt(k.mean, 4, 10)}{_ci(k.ci95, k.count, 1, 4):>14}",
     ]
     if "paper_rel_w1" in out:
         pm, pc = p.paper_rel_w1
-        lines.append(f"{'paper (%)':<12}{pm:>10.3f}{'+-' + format(pc, '.3f'):>12}")
+        lines.append(f"{'paper (%)':<12}{fmt(pm, 3, 10)}{'+-' + fmt(pc, 3):>14}")
     lines += [
         "",
-        f"mean eigenvalue: {a} {out['mean_eigenvalue'][models[0]]:.4f}, {b} "
-        f"{out['mean_eigenvalue'][models[1]]:.4f}, limit "
-        f"= {cfg.first_moment:.4f}",
+        f"mean eigenvalue: {a} {fmt(out['mean_eigenvalue'][models[0]])}, {b} "
+        f"{fmt(out['mean_eigenvalue'][models[1]])}, limit = {fmt(cfg.first_moment)}",
         f"time {elapsed:.1f} s on {out['device']}",
     ]
     print("\n".join(lines))

@@ -1,23 +1,24 @@
 """``python -m gelib presets``: the attention dimensions of public models.
 
 Lists every preset known to ``--preset`` (:mod:`gelib.presets`), as a table or
-as JSON, with its source and, for the paper's Table 2 rows, the reported
-relative W1 distance.
+as JSON (strict: a row without a reported distance has ``null``), with its
+source and, for the paper's Table 2 rows, the reported relative W1 distance.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..presets import PRESETS
+from .common import add_command, dumps
 
 __all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``presets`` sub-command to an argparse ``subparsers`` object."""
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "presets",
         help="list the dimensions of public models",
         description="The attention dimensions of public models known to --preset.",
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [p for p in PRESETS.values()]
     if args.json:
         print(
-            json.dumps(
+            dumps(
                 {
                     p.name: {**p.config().as_dict(), "source": p.source, "paper_rel_w1_percent": p.paper_rel_w1}
                     for p in rows

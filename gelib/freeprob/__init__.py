@@ -26,8 +26,10 @@ marchenko_pastur``): the law, :class:`Law`; the builders :func:`dirac`,
 :func:`marchenko_pastur`, :func:`compress`, :func:`affine`, :func:`scale`,
 :func:`polynomial`; the distances :func:`w1_to_law`, :func:`ks_to_law`,
 :func:`distances_to_law` (per seed) and :func:`law_w1` (between two laws); the
-S-transform's Taylor series :func:`s_transform_series`; and
-:class:`ConvergenceError`.  The modules, one job each:
+S-transform's Taylor series :func:`s_transform_series`; and the errors :class:`LawError` (a number that
+cannot be computed correctly in float64: an overflow, a truncated support)
+and its case :class:`ConvergenceError` (a numerical method that missed its
+tolerance).  The modules, one job each:
 
 * :mod:`~gelib.freeprob.moments`: exact moment algebra (compression, affine maps, S-series);
 * :mod:`~gelib.freeprob.closed_forms`: the closed-form bottom laws;
@@ -107,9 +109,10 @@ from .builders import affine, compress, dirac, marchenko_pastur, polynomial, sca
 from .distances import distances_to_law, ks_to_law, law_w1, w1_to_law  # noqa: E402
 from .law import Law  # noqa: E402
 from .moments import s_transform_series  # noqa: E402
-from .solver import ConvergenceError  # noqa: E402
+from .solver import ConvergenceError, LawError  # noqa: E402
 
 __all__ = [
+    "LawError",
     "ConvergenceError",
     "Law",
     "dirac",

@@ -50,10 +50,35 @@ def marchenko_pastur(ratio: float, scale: float = 1.0) -> Law:
 def compress(law: Law, lam: float) -> Law:
     """Law of ``G^T A G / m`` for ``A`` (``p x p``) with law ``law`` and ``G``
     (``p x m``) i.i.d. N(0, 1), ``lam = p / m``: ``psi_B(z) = lam psi_A(z (1 + psi_B(z)))``.
-    Written in the ``m x m`` frame: a step with ``lam < 1`` creates an atom at 0."""
+    Written in the ``m x m`` frame: a step with ``lam < 1`` creates an atom at 0.
+
+    A closed-form ``law`` narrower than ``NARROW = 1e-12`` of its location
+    (``beta^2 W + alpha^2 I`` at ``beta >~ 6``) is compressed as the point mass at its
+    mean: the same law to ``1e-12`` relative, which the solver can resolve."""
     if not lam > 0:
         raise ValueError(f"compression needs lam > 0, got {lam}")
+    if not law.steps and _narrow(law.base):
+        law = dirac(law.base.moments(1)[0])
     return _law(law.base, law.steps + ((float(lam), 1.0, 0.0),))
+
+
+NARROW = 1e-12
+"""Relative width below which :func:`compress` treats a closed-form law as the point mass at its mean."""
+
+
+def _narrow(base: ClosedForm) -> bool:
+    """Whether the support of a closed-form law (components and atoms) lies within
+    ``NARROW`` times its distance from 0: then the law of ``G^T A G / m`` differs
+    from that of ``G^T (mean A) G / m`` by less than ``NARROW`` relative (every
+    moment and the Stieltjes transform move by that much), below the solver's
+    tolerance, while the solver itself, working in absolute terms, cannot resolve
+    such a law (``beta^2 W + alpha^2 I`` at large ``beta``: ``alpha^2 = e^{beta^2}``
+    against a spread ``beta^2 (1 + sqrt(n/d_K))^2``)."""
+    if base.kind == "dirac":
+        return False
+    comps, atoms = base.support()
+    pts = [v for c in comps for v in c] + [loc for loc, _ in atoms]
+    return max(pts) - min(pts) <= NARROW * min(abs(v) for v in pts)
 
 
 def affine(law: Law, a: float, b: float = 0.0) -> Law:

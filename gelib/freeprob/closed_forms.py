@@ -77,6 +77,47 @@ class ClosedForm:
         mx = np.concatenate([[1.0], mx])
         return np.array([npoly.polypow(self.poly, j)[: deg * j + 1] @ mx[: deg * j + 1] for j in range(1, k + 1)])
 
+    def scaled_moments(self, k: int) -> tuple[int, np.ndarray]:
+        """``(e, t)``: the moments ``m_j = t_j 2^(e j)`` of ``p(X)`` (``j = 1 .. k``)
+        with ``|t_j| <= 1``, so that none overflows whatever the scale of the law.
+
+        ``t`` (shape ``(k,)``) holds the moments of ``p(X) / 2^e``, ``2^e`` a
+        power of two at or above the largest ``|p(x)|`` on the support, so the
+        scaling is exact.  Computed from the Narayana form of the moments of
+        Marchenko-Pastur, ``m_j = sum_i N(j, i) c^(i-1)``, with ``X`` itself scaled
+        by a power of two (every term at most 1), not from :meth:`moments`."""
+        deg = len(self.poly) - 1
+        kk = deg * k
+        if self.kind == "dirac":
+            s = _ceil_log2(abs(self.param))
+            u = math.ldexp(self.param, -s)
+            my = u ** np.arange(1, kk + 1, dtype=float)  # moments of X / 2^s
+        else:
+            c = self.param
+            s = _ceil_log2((1 + math.sqrt(c)) ** 2)  # 2^s >= the upper edge >= max(1, c)
+            cs, r = math.ldexp(c, -s), math.ldexp(1.0, -s)
+            narayana = lambda j, i: math.comb(j, i) * math.comb(j, i - 1) / j  # noqa: E731
+            my = np.array(
+                [
+                    sum(narayana(j, i) * cs ** (i - 1) * r ** (j - i + 1) for i in range(1, j + 1))
+                    for j in range(1, kk + 1)
+                ]
+            )
+        # p(X) = sum_i poly_i 2^(s i) Y^i with |Y| <= 1; 2^e bounds it
+        logs = [math.log2(abs(p)) + s * i for i, p in enumerate(self.poly) if p != 0]
+        e = (math.ceil(max(logs)) + math.ceil(math.log2(len(logs)))) if logs else 0
+        q = np.array([math.ldexp(p, s * i - e) for i, p in enumerate(self.poly)])
+        my = np.concatenate([[1.0], my])
+        return e, np.array([npoly.polypow(q, j)[: deg * j + 1] @ my[: deg * j + 1] for j in range(1, k + 1)])
+
+
+def _ceil_log2(x: float) -> int:
+    """The least ``e`` with ``2^e >= x`` (0 for ``x = 0``), without overflow."""
+    if x == 0:
+        return 0
+    m, e = math.frexp(x)  # x = m 2^e, 0.5 <= m < 1
+    return e - 1 if m == 0.5 else e
+
 
 def merge_atoms(atoms: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """``[(location, mass), ...]`` with equal locations merged, tiny masses

@@ -23,9 +23,56 @@ from numpy.typing import ArrayLike
 from . import quadrature, solver
 from .closed_forms import ClosedForm
 from .moments import affine_moments, compress_moments
+from .solver import LawError
 from .support import support_components
 
 __all__ = ["Law"]
+
+
+_UNIT_LIMIT = 200  # a law whose support bound is beyond 2^+-200 is computed in units of a power of two
+
+
+def _ldexp(x: ArrayLike, n: int) -> np.ndarray:
+    """``x * 2^n`` for real or complex arrays, exactly (barring over- or underflow)."""
+    x = np.asarray(x)
+    with np.errstate(over="ignore", under="ignore"):
+        if np.iscomplexobj(x):
+            out = np.empty(x.shape, complex)
+            out.real, out.imag = np.ldexp(x.real, n), np.ldexp(x.imag, n)
+            return out
+        return np.ldexp(x, n)
+
+
+def _ceil_log2(x: float) -> int:
+    """The least ``e`` with ``2^e >= x > 0``, without overflow."""
+    m, e = math.frexp(x)  # x = m 2^e, 0.5 <= m < 1
+    return e - 1 if m == 0.5 else e
+
+
+def _growth(t: np.ndarray) -> int:
+    """``ceil(log2 max_j |t_j|^(1/j))`` (0 when every ``t_j`` is 0): the scale of the moments ``t``."""
+    nz = np.flatnonzero(t)
+    if not nz.size:
+        return 0
+    logs = np.log2(np.abs(t[nz])) / (nz + 1)
+    return _ceil_log2(2.0 ** float(np.max(logs)))
+
+
+def _renormalised(e: int, t: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(e + c, t_j 2^(-c j))`` with ``c = _growth(t)``: the same moments, now with
+    ``max_j |t_j|^(1/j)`` in ``(1/2, 1]``."""
+    c = _growth(t)
+    with np.errstate(under="ignore"):
+        return e + c, np.ldexp(t, -c * np.arange(1, t.size + 1))
+
+
+def _pow10(mantissa: float, exponent2: int) -> str:
+    """``mantissa * 2^exponent2`` written as ``a.bce+N``, for any exponent (no overflow)."""
+    if mantissa == 0:
+        return "0"
+    log10 = math.log10(abs(mantissa)) + exponent2 * math.log10(2.0)
+    p = math.floor(log10)
+    return f"{'-' if mantissa < 0 else ''}{10 ** (log10 - p):.3g}e{p:+d}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,24 +98,108 @@ class Law:
 
     # --- exact quantities ---
     def moments(self, k: int) -> np.ndarray:
-        """Exact moments ``m_1 .. m_k``, shape ``(k,)`` (power-series form of every step)."""
-        m = self.base.moments(k)
-        for lam, a, b in self.steps:
-            m = affine_moments(compress_moments(m, lam), a, b)
+        """Exact moments ``m_1 .. m_k``, shape ``(k,)`` (power-series form of every step).
+
+        Raises :class:`~gelib.freeprob.LawError` when a moment overflows float64
+        (``m_j ~ e^{j beta^2}`` for attention at large ``beta``) or underflows
+        it, naming the first one that does; :meth:`scaled_moments` gives all of them."""
+        m = self._direct_moments(k)
+        tiny = np.finfo(float).tiny
+        if np.all(np.isfinite(m) & (np.abs(m) >= tiny)):
+            return m
+        # an intermediate overflowed (inf - inf) or underflowed: the same algebra, each level scaled
+        e, t = self.scaled_moments(k)
+        j = np.arange(1, k + 1)
+        with np.errstate(over="ignore", under="ignore"):
+            m = np.ldexp(t, e * j)
+        over = ~np.isfinite(m)
+        under = (t != 0) & (np.abs(m) < tiny)
+        bad = np.flatnonzero(over | under)
+        if bad.size:
+            i = int(bad[0]) + 1
+            what = "overflows" if over[i - 1] else "underflows"
+            limit = f"the largest float64 is {np.finfo(float).max:.3g}" if over[i - 1] else f"the least is {tiny:.3g}"
+            raise LawError(
+                f"m_{i} {what} float64: m_{i} is about {_pow10(t[i - 1], e * i)} ({limit}); "
+                + {1: "no moment is finite", 2: "m_1 is finite"}.get(i, f"m_1 .. m_{i - 1} are finite")
+                + " (Law.scaled_moments gives every moment as t_j 2^(e j))"
+            )
         return m
+
+    def _direct_moments(self, k: int) -> np.ndarray:
+        """The moment algebra in plain float64: exact unless an intermediate
+        overflows, which leaves an ``inf`` or a ``nan``, or underflows (warnings silenced)."""
+        try:
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                m = self.base.moments(k)
+                for lam, a, b in self.steps:
+                    m = affine_moments(compress_moments(m, lam), a, b)
+        except OverflowError:  # a Python float power (a**i) that overflowed
+            return np.full(k, np.nan)
+        return m
+
+    def scaled_moments(self, k: int) -> tuple[int, np.ndarray]:
+        """``(e, t)``: the exact moments as ``m_j = t_j 2^(e j)``, ``j = 1 .. k``,
+        with ``|t_j| <= 1``; ``t`` (shape ``(k,)``) holds the moments of the law
+        scaled by ``2^-e``, a power of two with ``max_j |t_j|^(1/j)`` in ``(1/2, 1]``.
+
+        Neither overflows nor (but for moments that are exactly 0) underflows: every
+        level of the chain is rescaled by a power of two (exactly) after each
+        step, so that ``max_j |t_j|^(1/j)`` is near 1, and before each compression
+        by an estimate of the growth it brings (``(1 + sqrt(lam))^2`` at most,
+        refined from the first 16 moments).  ``log10 m_j = log10 t_j + e j log10 2``."""
+        j = np.arange(1, k + 1)
+        e, t = _renormalised(*self.base.scaled_moments(k))
+        for lam, a, b in self.steps:
+            c = _ceil_log2((1 + math.sqrt(lam)) ** 2)  # compress(2^-c Z) has moments at most 1
+            k0 = min(k, 16)
+            with np.errstate(under="ignore"):
+                c += _growth(compress_moments(np.ldexp(t[:k0], -c * j[:k0]), lam))  # the actual growth, roughly
+                t = compress_moments(np.ldexp(t, -c * j), lam)  # the law 2^(e + c) Z'
+            e, t = _renormalised(e + c, t)
+            # a 2^e Z + b with |t_j| <= 1: scaled by 2^e_new >= a 2^e + |b|
+            e_new = _ceil_log2(a) + e + 1 if b else _ceil_log2(a) + e
+            if b:
+                e_new = max(e_new, _ceil_log2(abs(b)) + 1)
+            t = affine_moments(t, math.ldexp(a, e - e_new), math.ldexp(b, -e_new))
+            e, t = _renormalised(e_new, t)
+        return e, t
 
     @functools.cached_property
     def sigma(self) -> float:
-        """Root mean square ``sqrt(m_2)``: the scale used by all tolerances."""
-        return math.sqrt(self.moments(2)[1]) or 1.0
+        """Root mean square ``sqrt(m_2)``: the scale used by all tolerances.
+
+        Raises :class:`~gelib.freeprob.LawError` when it overflows float64 (then
+        no density, edge or distribution function can be computed)."""
+        m = self._direct_moments(2)
+        if np.isfinite(m[1]):
+            return math.sqrt(m[1]) or 1.0
+        e, t = self.scaled_moments(2)
+        with np.errstate(over="ignore"):
+            sigma = float(np.ldexp(math.sqrt(t[1]), e))
+        if not math.isfinite(sigma):
+            raise LawError(
+                f"the scale sqrt(m_2) of this law is about {_pow10(math.sqrt(t[1]), e)}, beyond float64 "
+                f"(largest {np.finfo(float).max:.3g}): its density, edges and distribution function cannot "
+                "be computed (its moments can: Law.scaled_moments)"
+            )
+        return sigma or 1.0
 
     @functools.cached_property
     def radius(self) -> float:
-        """A bound on ``|x|`` over the support: ``||G^T A G / m|| <= ||A|| (1 + sqrt(lam))^2``."""
+        """A bound on ``|x|`` over the support: ``||G^T A G / m|| <= ||A|| (1 + sqrt(lam))^2``.
+
+        Raises :class:`~gelib.freeprob.LawError` when the bound overflows float64."""
         comps, atoms = self.base.support()
         r = max([abs(v) for c in comps for v in c] + [abs(loc) for loc, _ in atoms])
         for lam, a, b in self.steps:
             r = a * r * (1 + math.sqrt(lam)) ** 2 + abs(b)
+        if not math.isfinite(r):
+            raise LawError(
+                f"the support of this law reaches beyond float64 (largest {np.finfo(float).max:.3g}): "
+                "its density, edges and distribution function cannot be computed (its moments can: "
+                "Law.scaled_moments)"
+            )
         return r
 
     @functools.cached_property
@@ -122,8 +253,59 @@ class Law:
         return sum((m * (x == loc) for loc, m in self.atoms()), np.zeros(np.shape(x)))
 
     def edges(self) -> list[tuple[float, float]]:
-        """Support of the absolutely continuous part: ``[(left, right), ...]``."""
+        """Support of the absolutely continuous part: ``[(left, right), ...]``.
+
+        Never silently empty: raises :class:`~gelib.freeprob.LawError` when no
+        component is found although the atoms leave some mass, or when an edge
+        overflows float64.  :meth:`check_support` also checks that the
+        components carry all of that mass."""
         return list(self._support)
+
+    def check_support(self) -> float:
+        """The mass of the continuous part, checked: the components of :meth:`edges`
+        must carry ``1 - (mass of the atoms)`` to ``1e-6`` of it, and the total
+        mass must be 1 to ``1e-9`` (by the distribution function's panels).
+        Raises :class:`~gelib.freeprob.LawError` otherwise (a truncated support
+        or a failed density): call it before trusting :meth:`edges`,
+        :meth:`grid` or :meth:`density` of an unusual law.  The distribution
+        function, quantiles, functionals and distances check it themselves."""
+        if self._unit:
+            return self._normal.check_support()
+        return float(sum(c.mass for c in self._components))
+
+    # --- laws beyond 2^+-200: computed in units of a power of two ---
+    @functools.cached_property
+    def _unit(self) -> int:
+        """0, or ``u`` such that this law is ``2^u`` times :attr:`_normal` (when the
+        bound ``2^e`` on its support of :meth:`scaled_moments` is beyond ``2^+-200``,
+        where the solver's intermediate products, ``q^2 g`` and the like, would
+        overflow or underflow).  Scaling by a power of two is exact."""
+        e = self.scaled_moments(1)[0]
+        return e if abs(e) > _UNIT_LIMIT else 0
+
+    @functools.cached_property
+    def _normal(self) -> Law:
+        """This law divided by ``2^u`` (:attr:`_unit`): every level of the chain
+        scaled alike, ``compress(c A) = c compress(A)``, ``c (a X + b) = a (c X) + c b``."""
+        u, base = self._unit, self.base
+        if base.kind == "dirac":  # the point itself, not the polynomial, is scaled (the solver inverts p)
+            point = float(np.polynomial.polynomial.polyval(base.param, base.poly))
+            base = ClosedForm("dirac", math.ldexp(point, -u))
+        else:
+            base = dataclasses.replace(base, poly=tuple(math.ldexp(p, -u) for p in base.poly))
+        return Law(base, tuple((lam, a, math.ldexp(b, -u)) for lam, a, b in self.steps))
+
+    def _from_unit(self, x: ArrayLike, what: str = "a point of the support") -> np.ndarray:
+        """Points of :attr:`_normal` in this law's units; raises
+        :class:`~gelib.freeprob.LawError` if one overflows float64."""
+        out = _ldexp(x, self._unit)
+        if not np.all(np.isfinite(out)):
+            big = _pow10(float(np.max(np.abs(x))), self._unit)
+            raise LawError(
+                f"{what} of this law overflows float64: it is about {big} (the largest float64 is "
+                f"{np.finfo(float).max:.3g}); its moments can be computed (Law.scaled_moments)"
+            )
+        return out
 
     # --- transforms ---
     def _g(self, z, deriv=False, steps=None):
@@ -132,6 +314,10 @@ class Law:
         raises :class:`~gelib.freeprob.ConvergenceError` if a point misses the
         tolerance.  ``steps``: the solver's continuation factors (default
         ``(0.3, 0.6, 0.85)``)."""
+        if self._unit:  # g_{cX}(z) = g_X(z / c) / c
+            u = self._unit
+            out = self._normal._g(_ldexp(np.asarray(z, dtype=complex), -u), deriv, steps)
+            return (_ldexp(out[0], -u), _ldexp(out[1], -2 * u)) if deriv else _ldexp(out, -u)
         z = np.asarray(z, dtype=complex)
         flat = z.ravel()
         far = np.abs(flat) > 4 * self.radius  # the moment series is exact there
@@ -155,6 +341,8 @@ class Law:
     def psi(self, z: ArrayLike) -> np.ndarray:
         """``psi(z) = int z x / (1 - z x) dmu = sum_k m_k z^k`` (array of any
         shape, result of that shape)."""
+        if self._unit:  # psi_{cX}(z) = psi_X(c z)
+            return self._normal.psi(_ldexp(np.asarray(z, dtype=complex), self._unit))
         z = np.asarray(z, dtype=complex)
         near = np.abs(z) < 0.25 / self.radius  # the moment series is exact there
         safe = np.where(near, 1.0, z)
@@ -167,6 +355,8 @@ class Law:
         ``psi(z) = u`` with continuation in ``u`` (from the series at ``u / 4``);
         defined e.g. for real ``u`` in ``(-(1 - mass at 0), 0)``.  ``u`` of any
         shape, result of that shape."""
+        if self._unit:  # chi_{cX}(u) = chi_X(u) / c
+            return _ldexp(self._normal.chi(u, tol), -self._unit)
         u = np.asarray(u, dtype=complex)
         m1, m2 = self.moments(2)
         z = u / 4 / m1 - m2 * (u / 4) ** 2 / m1**3
@@ -185,6 +375,8 @@ class Law:
     def s_transform(self, u: ArrayLike) -> np.ndarray:
         """``S(u) = chi(u) (1 + u) / u``; ``S(0) = 1 / m_1`` (``u`` of any shape,
         result of that shape)."""
+        if self._unit:  # S_{cX}(u) = S_X(u) / c
+            return _ldexp(self._normal.s_transform(u), -self._unit)
         u = np.asarray(u, dtype=complex)
         safe = np.where(u == 0, -1e-3, u)
         return np.where(u == 0, 1 / self.moments(1)[0], self.chi(safe) * (1 + safe) / safe)
@@ -194,6 +386,18 @@ class Law:
         """Density of the absolutely continuous part (atoms excluded),
         ``Im g(x + i0) / pi``; exactly 0 outside :meth:`edges`.  ``x`` of any
         shape, result of that shape."""
+        if self._unit:  # rho_{cX}(x) = rho_X(x / c) / c
+            rho = self._normal.density(_ldexp(np.asarray(x, dtype=float), -self._unit))
+            out = _ldexp(rho, -self._unit)
+            lost = (out != 0) & (np.abs(out) < np.finfo(float).tiny) | ((out == 0) & (rho != 0))
+            if np.any(lost):
+                raise LawError(
+                    f"the density of this law underflows float64 at some points (it is about "
+                    f"{_pow10(float(np.max(np.abs(rho[lost]))), -self._unit)} there, below the smallest normal "
+                    f"float64 {np.finfo(float).tiny:.3g}, so its digits would be wrong; at a smaller beta, or "
+                    "farther from the support's edges, it does not)"
+                )
+            return out
         x = np.asarray(x, dtype=float)
         inside = np.zeros(x.shape, bool)
         for lo, hi in self._support:
@@ -206,6 +410,8 @@ class Law:
     def grid(self, num: int) -> np.ndarray:
         """About ``num`` points inside the support (1-D), Chebyshev-clustered at every
         edge (each component gets points in proportion to its width, at least 2)."""
+        if self._unit:
+            return self._from_unit(self._normal.grid(num))
         comps = self._support
         if not comps:
             return np.zeros(0)
@@ -218,6 +424,8 @@ class Law:
     def cdf(self, x: ArrayLike) -> np.ndarray:
         """``mu((-inf, x])``: the integrated density plus the atoms at or below x
         (``x`` of any shape, result of that shape)."""
+        if self._unit:
+            return self._normal.cdf(_ldexp(np.asarray(x, dtype=float), -self._unit))
         x = np.asarray(x, dtype=float)
         return np.clip(self.atom_cdf(x) + sum(c.cdf(x) for c in self._components), 0.0, 1.0)
 
@@ -227,12 +435,16 @@ class Law:
         and their Gauss-Legendre nodes.  Between neighbouring nodes the
         continuous part of :meth:`cdf` is smooth and nearly linear, which
         :func:`~gelib.freeprob.w1_to_law` uses to integrate ``|F_n - F|``."""
+        if self._unit:
+            return self._from_unit(self._normal.cdf_nodes)
         comps = self._components
         return np.unique(np.concatenate([c.points for c in comps])) if comps else np.zeros(0)
 
     def quantile(self, u: ArrayLike) -> np.ndarray:
         """Generalised inverse ``inf {x : cdf(x) >= u}`` for u in [0, 1] (any
         shape, result of that shape)."""
+        if self._unit:
+            return self._from_unit(self._normal.quantile(u))
         shape = np.shape(u)
         u = np.asarray(u, dtype=float).ravel()
         pieces = sorted([(loc, loc, m) for loc, m in self.atoms()] + [(c.lo, c.hi, c.mass) for c in self._components])
@@ -253,7 +465,11 @@ class Law:
     def _support(self):
         """Components of the continuous part, from the exact critical values of
         the outward map (:func:`~gelib.freeprob.support.support_components`)."""
-        return support_components(self.base, self.steps, self.radius, self.sigma, self._g)
+        if self._unit:
+            comps = self._normal._support
+            return [tuple(map(float, self._from_unit(c, "an edge"))) for c in comps]
+        cont = 1 - sum(m for _, m in self.atoms())
+        return support_components(self.base, self.steps, self.radius, self.sigma, self._g, cont)
 
     @functools.cached_property
     def _components(self):
@@ -294,6 +510,9 @@ class Law:
           closer to the support.  Raises :class:`~gelib.freeprob.ConvergenceError`
           when no contour meets the tolerance.
         """
+        if self._unit:  # int phi(x) dmu(x) = int phi(c y) dnu(y)
+            u = self._unit
+            return self._normal.integrate(lambda y: phi(_ldexp(y, u)), phi0, method=method, rtol=rtol, atol=atol)
         atoms = self.atoms()
         total = 0.0
         for loc, m in atoms:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.polynomial import legendre
 
-from .solver import ConvergenceError
+from .solver import ConvergenceError, LawError
 
 __all__ = ["Component", "components", "contour", "panel_breaks"]
 
@@ -62,21 +62,24 @@ class Component:
         coef = (rho * _GL_W) @ _LEGENDRE
         self.coef = legendre.legint(coef, lbnd=-1, axis=1) * self.half[:, None]
         self.tails = [
-            self._tail(nodes[0] - lo, rho[0], breaks[0] - lo),
-            self._tail(hi - nodes[-1][::-1], rho[-1][::-1], hi - breaks[-1]),
+            self._tail(nodes[0] - lo, rho[0], breaks[0] - lo, f"left edge {lo:.10g}"),
+            self._tail(hi - nodes[-1][::-1], rho[-1][::-1], hi - breaks[-1], f"right edge {hi:.10g}"),
         ]
         self.cum = self.tails[0][0] + np.concatenate([[0.0], np.cumsum(self.coef.sum(1))])
         self.mass = self.cum[-1] + self.tails[1][0]
         self.points = np.concatenate([breaks, nodes.ravel()])
 
     @staticmethod
-    def _tail(dist, rho, width):
-        """(mass, exponent 1 - a) of the power-law continuation on [0, width]."""
+    def _tail(dist, rho, width, edge=""):
+        """(mass, exponent 1 - a) of the power-law continuation on [0, width] (next to ``edge``)."""
         if rho[0] <= 0 or rho[-1] <= 0 or not dist[-1] > 1.01 * dist[0]:
             return max(rho[0], 0.0) * width, 1.0
         power = 1 + math.log(rho[-1] / rho[0]) / math.log(dist[-1] / dist[0])
         if power <= 0:
-            raise ConvergenceError(f"density not integrable at an edge (exponent {power - 1:.3g})")
+            raise ConvergenceError(
+                f"the density computed next to the {edge or 'edge'} is not integrable (fitted exponent "
+                f"{power - 1:.3g}): the solver's accuracy is exhausted there"
+            )
         return rho[0] * dist[0] * (width / dist[0]) ** power / power, power
 
     def integrate(self, phi):
@@ -102,7 +105,11 @@ def components(
     """The continuous part, component by component, as graded panels (see
     :class:`Component`), split until the Legendre coefficients of the
     density on every panel have decayed; checks that the total mass (with
-    ``atoms``) is 1.  ``density`` maps points of any shape to the density."""
+    ``atoms``) is 1 to ``1e-9`` and the continuous part's mass ``1 - atoms`` to
+    ``1e-6`` of itself, raising :class:`~gelib.freeprob.LawError` otherwise (a
+    truncated support).  ``density`` maps points of any shape to the density."""
+    if not support and sum(m for _, m in atoms) < 1 - 1e-12:
+        raise LawError(f"no support for the continuous part (atoms {atoms})")
     panels = [np.stack([b[:-1], b[1:]], 1) for b in map(lambda c: panel_breaks(*c), support)]
     todo = np.concatenate(panels) if panels else np.zeros((0, 2))
     done = []
@@ -124,10 +131,13 @@ def components(
         mine = sorted((p[0], p[1], r) for p, r in done if lo <= p[0] < hi)
         ends = np.array([p[:2] for p in mine])
         comps.append(Component(lo, hi, np.append(ends[:, 0], ends[-1, 1]), np.array([p[2] for p in mine])))
-    mass = sum(c.mass for c in comps) + sum(m for _, m in atoms)
-    if abs(mass - 1) > 1e-9:
-        raise ConvergenceError(
-            f"total mass {mass:.12g} != 1: support detection or density failed (edges {support}, atoms {atoms})"
+    cont = sum(c.mass for c in comps)
+    expected = 1 - sum(m for _, m in atoms)
+    mass = cont + sum(m for _, m in atoms)
+    if abs(mass - 1) > 1e-9 or abs(cont - expected) > 1e-6 * expected:
+        raise LawError(
+            f"total mass {mass:.12g} != 1 (continuous part {cont:.6g}, atoms {1 - expected:.12g}): the support "
+            f"found is truncated or the density failed (edges {support}, atoms {atoms})"
         )
     return comps
 

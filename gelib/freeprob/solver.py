@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 
 from .closed_forms import base_reg, g_base
 
-__all__ = ["ConvergenceError", "residual_terms", "stieltjes", "solve", "chunked"]
+__all__ = ["LawError", "ConvergenceError", "residual_terms", "stieltjes", "solve", "chunked"]
 
 _CHUNK = 256  # points per solver call (one compilation per law shape)
 _STEPS = (0.3, 0.6, 0.85)  # continuation: Im z shrinks by this factor per Newton step;
@@ -34,8 +34,20 @@ _RES_TOL = 1e-10  # accepted residual, relative to the size of its terms
 _TINY = 1e-150  # Im z used to take closed forms' boundary values
 
 
-class ConvergenceError(RuntimeError):
-    """A numerical method missed its tolerance; the message says where."""
+class LawError(ValueError):
+    """A law whose numbers cannot be computed correctly in float64.
+
+    Raised instead of returning a wrong number: a moment or a scale that
+    overflows float64, a support that carries less than the whole mass (a
+    truncated or empty support), a numerical method that missed its
+    tolerance (:class:`ConvergenceError`).  The message says what failed
+    and, where there is one, the limit."""
+
+
+class ConvergenceError(LawError, RuntimeError):
+    """A numerical method missed its tolerance; the message says where.
+
+    A :class:`LawError` (and, as before, a ``RuntimeError``)."""
 
 
 def residual_terms(y: jax.Array, z: jax.Array, theta: jax.Array, st: jax.Array, key: tuple[str, int]) -> jax.Array:

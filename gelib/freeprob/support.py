@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .closed_forms import ClosedForm, g_base
-from .solver import chunked
+from .solver import LawError, chunked
 
 __all__ = ["support_components", "outward", "scan", "segment_grid"]
 
@@ -82,13 +82,20 @@ def support_components(
     radius: float,
     sigma: float,
     stieltjes: Callable[[np.ndarray], np.ndarray],
+    continuous_mass: float = 1.0,
 ) -> list[tuple[float, float]]:
     """Components ``[(left, right), ...]`` of the continuous part of the law
     ``(base, steps)``, from the exact critical values of the outward map (see
     the package docstring, :mod:`gelib.freeprob`).  ``radius`` bounds the
     support, ``sigma`` is the law's scale, ``stieltjes`` maps real points
     (shape ``(m,)``) to ``g(x + i0)`` (used to classify the intervals between
-    candidate edges)."""
+    candidate edges), ``continuous_mass`` is the mass the atoms leave (the
+    threshold of that classification is proportional to it below 1 %, so that
+    a continuous part of small mass spread far is not taken for a gap).
+
+    Raises :class:`~gelib.freeprob.LawError` when no component is found although
+    the atoms leave some mass (never an empty support for a law with a
+    continuous part)."""
     comps, atoms = base.support()
     if not steps:
         return comps
@@ -121,14 +128,21 @@ def support_components(
     cand = np.sort(chunked(run, t_in, fill=(0.0,))[0])
     cand = cand[np.abs(cand) <= 1.01 * radius]
     cand[np.abs(cand) <= 1e-14 * sigma] = 0.0  # hard edges at 0
-    cand = cand[np.concatenate([[True], np.diff(cand) > 1e-13 * sigma])]
+    if cand.size:
+        cand = cand[np.concatenate([[True], np.diff(cand) > 1e-13 * sigma])]
     comps = []
     if cand.size > 1:
         mids = (cand[1:] + cand[:-1]) / 2
-        is_support = stieltjes(mids).imag > 1e-9 / sigma
+        is_support = stieltjes(mids).imag > 1e-9 / sigma * min(1.0, 100 * continuous_mass)
         for lo, hi, s in zip(cand[:-1], cand[1:], is_support):
             if s and comps and comps[-1][1] == lo:
                 comps[-1] = (comps[-1][0], float(hi))
             elif s:
                 comps.append((float(lo), float(hi)))
+    if not comps and continuous_mass > 1e-12:
+        raise LawError(
+            f"no support found for the continuous part of mass {continuous_mass:.6g} "
+            f"({cand.size} candidate edges within the bound {radius:.6g}): the law is beyond what the "
+            "support scan resolves in float64"
+        )
     return comps
