@@ -589,3 +589,17 @@ def test_readout_figures(agg):
         betas, {"end": betas, "early": betas / 2}, [(1.0, summary(1.0, 0.1))], cross, panel[0], 10.0, "note"
     )
     assert any(list(line.get_xdata()) == [1.2, 1.2] for line in fig.axes[0].lines)
+
+
+@pytest.mark.parametrize("c", [0.25, 1.0, 3.0])
+def test_initial_rate_is_the_slope_of_the_loss_at_zero(c):
+    """2 m_2 / m_1 = 2 (1 + c) for Marchenko-Pastur with mean 1, against a central
+    difference of the loss (error O(dt^2), about 1e-6 relative here) on the law and
+    on the same formula for eigenvalues."""
+    law = marchenko_pastur(c)
+    assert L.initial_rate(law) == pytest.approx(2 * (1 + c), rel=1e-12)
+    dt = 1e-3 / (2 * (1 + c))
+    l_minus, l_plus = L.training_loss(law, np.array([-dt, dt]))
+    assert (l_minus - l_plus) / (2 * dt) == pytest.approx(2 * (1 + c), rel=1e-5)
+    lam = np.array([0.5, 1.0, 2.5])
+    assert L.initial_rate(lam) == pytest.approx(2 * np.mean(lam**2) / np.mean(lam), rel=1e-14)
