@@ -151,14 +151,10 @@ def median(v):
 def flops(cfg) -> dict:
     """Floating-point operations per seed of the fast path (MHA and Y^G), by part."""
     from gelib import AttentionConfig
-    from gelib.spectra import output_flops, output_route
+    from gelib.spectra import output_route, seed_flops
 
     c = AttentionConfig(**cfg)
-    n, h, hkv, dk, dv = cfg["n"], cfg["h"], cfg["h_kv"], cfg["d_k"], cfg["d_v"]
-    mha = 2 * h * (n * n * dk + n * n * dv)  # scores and A V
-    yg = 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv  # Q (K^T V), K^T V, G R
-    route = output_route(c, 2)
-    return {"attention": mha + yg, "output": output_flops(c, 2)[route], "route": route}
+    return {**seed_flops(c), "route": output_route(c, 2)}
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ class Preset:
     d_k: int
     source: str
     paper_rel_w1: tuple[float, float] | None = None  # Table 2 (%): mean, 95 % CI
+    paper_ks: tuple[float, float] | None = None  # Table D.2's KS column: mean, 95 % CI
     note: str = ""
 
     def config(self, **overrides) -> AttentionConfig:
@@ -52,6 +53,7 @@ _ROWS = [
         64,
         "Devlin et al. 2019, BERT-base: 12 heads of 64, hidden 768, 512 positions",
         (1.66, 0.23),
+        (0.0109, 0.0010),
     ),
     Preset(
         "modernbert-large",
@@ -63,6 +65,7 @@ _ROWS = [
         64,
         "Warner et al. 2024, ModernBERT-large: hidden 1024, 16 heads of 64; n capped at d = 1024 as in the paper",
         (1.37, 0.21),
+        (0.0052, 0.0005),
     ),
     Preset(
         "dinov3-l16",
@@ -74,6 +77,7 @@ _ROWS = [
         64,
         "Simeoni et al. 2025, DINOv3 ViT-L/16: hidden 1024, 16 heads; n = 256 patches + 1 class + 4 register tokens",
         (2.82, 0.40),
+        (0.0280, 0.0018),
     ),
     Preset(
         "llada-8b",
@@ -85,6 +89,7 @@ _ROWS = [
         128,
         "Nie et al. 2025, LLaDA-8B: hidden 4096, 32 heads of 128 (no GQA)",
         (0.92, 0.06),
+        (0.0022, 0.0001),
     ),
     Preset(
         "gpt3-175b",
@@ -96,6 +101,7 @@ _ROWS = [
         128,
         "Brown et al. 2020, GPT-3 175B: d_model 12288, 96 heads of 128, context 2048",
         (0.62, 0.07),
+        (0.0040, 0.0004),
     ),
     Preset(
         "falcon-7b",
@@ -108,6 +114,7 @@ _ROWS = [
         "Almazrouei et al. 2023, Falcon-7B: hidden 4544, 71 query heads of 64, "
         "multi-query attention (one KV head), context 2048",
         (1.92, 0.46),
+        (0.0061, 0.0012),
     ),
     # --- modern GQA and vision models (n capped at d) -------------------------
     Preset(

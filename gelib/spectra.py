@@ -58,6 +58,7 @@ __all__ = [
     "mean_shift",
     "output_route",
     "output_flops",
+    "seed_flops",
     "direct_output_grams",
     "reduced_output_grams",
     "model_spectra",
@@ -133,6 +134,30 @@ def output_flops(cfg: AttentionConfig, m: int) -> dict[str, float]:
         "direct": m * (2 * n * p * d_o + 2 * n * n * d_o),
         "qr": 2 * p * big * big + 2 * big * big * min(big, d_o) + m * 2 * n * n * min(big, d_o),
         "bartlett": 2 * big * p * p + m * 2 * n * n * p,
+    }
+
+
+def seed_flops(cfg: AttentionConfig) -> dict[str, float]:
+    """Floating-point operations of one seed of :func:`compare` (MHA against ``Y^G``, fast path), by part.
+
+    ``attention``: the scores and ``A V`` of every head (``2 h n^2 (d_k + d_v)``)
+    and the Gaussian equivalent's ``Q (K^T V)``, ``K^T V`` and ``G R``;
+    ``output``: the output stage of both models by the route
+    :func:`output_route` picks (:func:`output_flops`); ``eig``: the two
+    ``n x n`` symmetric eigensolves, counted as ``4 n^3 / 3`` each (the
+    tridiagonal reduction, which dominates). ``total`` is their sum.
+    Sampling the Gaussian matrices is not counted (``O(n d)`` per matrix).
+    """
+    n, h, hkv, dk, dv = cfg.n, cfg.h, cfg.h_kv, cfg.d_k, cfg.d_v
+    attention = 2 * h * n * n * (dk + dv)  # scores and A V
+    attention += 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv  # Q (K^T V), K^T V, G R
+    out = output_flops(cfg, 2)[output_route(cfg, 2)]
+    eig = 2 * 4 * n**3 / 3
+    return {
+        "attention": float(attention),
+        "output": float(out),
+        "eig": float(eig),
+        "total": float(attention + out + eig),
     }
 
 

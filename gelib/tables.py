@@ -11,7 +11,11 @@ same draws for both models (:func:`gelib.spectra.compare`). A row records
   leading-order prediction ``b(n, d_K)`` (:func:`gelib.spectra.mean_shift`);
 * where the row runs at the model's exact dimensions and the paper has a
   value, the difference from the paper in units of the combined uncertainty,
-  ``z = (ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``.
+  ``z = (ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``, for the relative W1
+  and for the KS distance (Table D.2's second column).
+
+Big rows get fewer seeds (:func:`row_seeds`, by the flops of one seed,
+:func:`gelib.spectra.seed_flops`), so that the exact table fits a CPU.
 
 Rows too large for a CPU are *shrunk* along the proportional regime
 (:func:`shrink`): ``n``, ``d`` and ``d_K = d_V`` divided by the same power of
@@ -39,10 +43,11 @@ from numpy.typing import ArrayLike
 from .config import AttentionConfig
 from .freeprob import Law, w1_to_law
 from .presets import PRESETS, Preset
-from .spectra import Comparison, Summary, mean_shift, summarize
+from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
 
 __all__ = [
     "shrink",
+    "row_seeds",
     "mean_shifts",
     "TableRow",
     "table_row",
@@ -68,7 +73,9 @@ HEADER: tuple[str, ...] = (
     "KS",
     "mean shift (%) (pred.)",
     "paper rel. W1 (%)",
-    "z",
+    "z (W1)",
+    "paper KS",
+    "z (KS)",
 )
 """The columns of :func:`markdown_table`."""
 
@@ -94,6 +101,24 @@ def shrink(preset: Preset, n_max: int | None, dk_min: int) -> tuple[AttentionCon
     return preset.config(n=preset.n // s, d=preset.d // s, d_k=preset.d_k // s), s
 
 
+def row_seeds(cfg: AttentionConfig, seeds: int, fewest: int, gflop: float) -> int:
+    """Seeds for a row: ``seeds`` where one seed of the layer costs at most
+    ``gflop`` GFLOP (:func:`gelib.spectra.seed_flops`, models, Gram matrices
+    and eigensolves), else ``fewest`` (at least 2, for an interval).
+
+    The choice depends on the layer alone, not on the machine, so that a
+    chapter's numbers are the same wherever it runs.
+    """
+    if fewest < 2 or seeds < fewest:
+        raise ValueError(f"need 2 <= fewest <= seeds, got fewest={fewest}, seeds={seeds}")
+    return seeds if seed_flops(cfg)["total"] <= gflop * 1e9 else fewest
+
+
+def _z(ours: Summary, paper: tuple[float, float]) -> float:
+    """``(ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``."""
+    return (ours.mean - paper[0]) / math.hypot(ours.ci95, paper[1])
+
+
 def mean_shifts(res: Comparison) -> np.ndarray:
     """Per seed, ``mean(spectrum_a) / mean(spectrum_b) - 1`` for the two models
     ``(a, b) = res.models`` of a comparison (MHA against ``Y^G``): shape ``(seeds,)``.
@@ -114,7 +139,8 @@ class TableRow:
     ``(seeds,)``); ``shift_pred`` the predicted shift ``100 b(n, d_K)`` (%);
     ``paper`` the paper's ``(mean, ci95)`` in per cent or ``None``; ``z`` the
     agreement with it, ``None`` unless the row runs at exact dimensions
-    (``s == 1``) and the paper has a value.
+    (``s == 1``) and the paper has a value; ``paper_ks`` and ``z_ks`` the same
+    for the KS distance.
     """
 
     name: str
@@ -129,6 +155,8 @@ class TableRow:
     shift_pred: float
     paper: tuple[float, float] | None
     z: float | None
+    paper_ks: tuple[float, float] | None = None
+    z_ks: float | None = None
 
 
 def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> TableRow:
@@ -136,11 +164,10 @@ def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> Table
     (shrunk by ``s``, see :func:`shrink`)."""
     p = PRESETS[name]
     shift = mean_shifts(res)
-    rel = summarize(100 * res.rel_w1)
-    z = None
-    if p.paper_rel_w1 is not None and s == 1:
-        pm, pc = p.paper_rel_w1
-        z = (rel.mean - pm) / math.hypot(rel.ci95, pc)
+    rel, ks = summarize(100 * res.rel_w1), summarize(res.ks)
+    exact = s == 1
+    z = _z(rel, p.paper_rel_w1) if exact and p.paper_rel_w1 is not None else None
+    z_ks = _z(ks, p.paper_ks) if exact and p.paper_ks is not None else None
     return TableRow(
         name=name,
         title=p.title,
@@ -148,22 +175,27 @@ def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> Table
         s=s,
         res=res,
         rel=rel,
-        ks=summarize(res.ks),
+        ks=ks,
         shift=summarize(100 * shift),
         shift_seeds=shift,
         shift_pred=100 * mean_shift(cfg.n, cfg.d_k, cfg.beta),
         paper=p.paper_rel_w1,
         z=z,
+        paper_ks=p.paper_ks,
+        z_ks=z_ks,
     )
 
 
 def _cells(r: TableRow) -> list:
     c = r.cfg
     paper = f"{r.paper[0]:.2f} ± {r.paper[1]:.2f}" if r.paper else "—"
-    if r.z is not None:
-        z = f"{r.z:+.2f}"
-    else:
-        z = "n/a (shrunk)" if r.paper else "—"
+    paper_ks = f"{r.paper_ks[0]:.4f} ± {r.paper_ks[1]:.4f}" if r.paper_ks else "—"
+
+    def z_cell(z, published):
+        if z is not None:
+            return f"{z:+.2f}"
+        return "n/a (shrunk)" if published else "—"
+
     return [
         r.title,
         c.sharing,
@@ -177,14 +209,17 @@ def _cells(r: TableRow) -> list:
         f"{r.ks.mean:.4f} ± {r.ks.ci95:.4f}",
         f"{r.shift.mean:+.2f} ({r.shift_pred:+.2f})",
         paper,
-        z,
+        z_cell(r.z, r.paper),
+        paper_ks,
+        z_cell(r.z_ks, r.paper_ks),
     ]
 
 
 def markdown_table(rows: list[TableRow]) -> str:
     """The rows as a Markdown table with the columns :data:`HEADER`: means ± 95 %
     half-widths over seeds, the mean shift with its prediction in brackets, the
-    paper's value and ``z`` (``n/a (shrunk)`` for a shrunk row of the paper)."""
+    paper's values and ``z`` for W1 and KS (``n/a (shrunk)`` for a shrunk row of
+    the paper)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
     return "\n".join(lines)

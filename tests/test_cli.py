@@ -83,6 +83,7 @@ def test_presets_listing(capsys):
     assert main(["presets", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["falcon-7b"]["h_kv"] == 1 and out["bert-base"]["paper_rel_w1_percent"] == [1.66, 0.23]
+    assert out["bert-base"]["paper_ks"] == [0.0109, 0.0010] and out["llama3-8b"]["paper_ks"] is None
 
 
 def test_bert_base_agrees_with_the_paper():
@@ -94,4 +95,7 @@ def test_bert_base_agrees_with_the_paper():
     out = json.loads(res.stdout)
     ours, ci = 100 * out["rel_w1"]["mean"], 100 * out["rel_w1"]["ci95"]
     assert out["paper_rel_w1"]["mean"] == pytest.approx(0.0166)
+    assert out["paper_ks"]["mean"] == pytest.approx(0.0109)
     assert abs(ours - 1.66) < 2 * math.hypot(ci, 0.23), (ours, ci)
+    ks, ks_ci = out["ks"]["mean"], out["ks"]["ci95"]  # Table D.2's KS column, the same rule
+    assert abs(ks - 0.0109) < 2 * math.hypot(ks_ci, 0.0010), (ks, ks_ci)

@@ -10,7 +10,8 @@ from gelib import PRESETS, AttentionConfig
 from gelib.freeprob import affine, marchenko_pastur
 from gelib.law import output_law
 from gelib.levels import LEVELS
-from gelib.spectra import Comparison, ks, mean_shift, rel_w1, summarize
+from gelib.presets import TABLE2
+from gelib.spectra import Comparison, ks, mean_shift, rel_w1, seed_flops, summarize
 from gelib.tables import (
     HEADER,
     LEVEL_TITLES,
@@ -20,6 +21,7 @@ from gelib.tables import (
     markdown_table,
     mean_shifts,
     moment_table,
+    row_seeds,
     shrink,
     table_row,
 )
@@ -71,11 +73,45 @@ def test_row_z_and_prediction():
     assert row.rel.mean == pytest.approx(rel.mean, rel=1e-9)
     pm, pc = p.paper_rel_w1
     assert row.z == pytest.approx((rel.mean - pm) / math.sqrt(rel.ci95**2 + pc**2), rel=1e-9)
+    ks = summarize(row.res.ks)  # Table D.2's second column, the KS distance
+    km, kc = p.paper_ks
+    assert row.z_ks == pytest.approx((ks.mean - km) / math.sqrt(ks.ci95**2 + kc**2), rel=1e-9)
     assert row.shift_pred == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), rel=1e-12)
     assert row.shift.mean == pytest.approx(100 * (factors.mean() - 1), rel=1e-9)
     # a shrunk row of the paper and a row the paper does not have get no z
     assert table_row(p.name, cfg, 2, row.res).z is None
+    assert table_row(p.name, cfg, 2, row.res).z_ks is None
     assert table_row("vit-b16", cfg, 1, row.res).z is None
+    assert table_row("vit-b16", cfg, 1, row.res).z_ks is None
+
+
+def test_paper_columns():
+    """Both columns of Table D.2 for its six rows, none for the others."""
+    assert len(TABLE2) == 6
+    for name, p in PRESETS.items():
+        assert (p.paper_rel_w1 is None) == (p.paper_ks is None) == (name not in TABLE2)
+    assert PRESETS["bert-base"].paper_ks == (0.0109, 0.0010)
+
+
+def test_row_seeds():
+    """Fewer seeds exactly for the layers whose seed costs more than the limit."""
+    small, big = PRESETS["bert-base"].config(), PRESETS["gpt3-175b"].config()
+    assert seed_flops(small)["total"] < 1e10 < 5e11 < seed_flops(big)["total"]
+    assert row_seeds(small, 10, 3, 100) == 10 and row_seeds(big, 10, 3, 100) == 3
+    # the limit sits exactly at the flops of one seed
+    limit = seed_flops(big)["total"] / 1e9
+    assert row_seeds(big, 10, 3, limit) == 10 and row_seeds(big, 10, 3, 0.999 * limit) == 3
+    with pytest.raises(ValueError, match="fewest"):
+        row_seeds(small, 10, 1, 100)
+
+
+def test_seed_flops_counts_scores_by_hand():
+    """The attention part of one seed against a hand count on a small layer."""
+    c = AttentionConfig(n=8, d=16, h=2, h_kv=1, d_k=4, d_v=3, d_o=16)
+    f = seed_flops(c)
+    hand = 2 * 2 * 8 * 8 * (4 + 3) + 2 * 2 * 8 * 4 * 3 + 2 * 1 * 8 * 4 * 3 + 2 * 2 * 8 * 3 * 3
+    assert f["attention"] == hand and f["eig"] == 2 * 4 * 8**3 / 3
+    assert f["total"] == pytest.approx(f["attention"] + f["output"] + f["eig"])
 
 
 def test_markdown_table():
@@ -91,7 +127,8 @@ def test_markdown_table():
     assert all(line.count("|") == len(HEADER) + 1 for line in lines)
     cells = [c.strip() for c in lines[2].split("|")[1:-1]]
     assert cells[0] == "BERT-base" and cells[6] == "exact" and cells[8] == "1.00 ± 0.00"
-    assert cells[-2] == "1.66 ± 0.23" and cells[-1].startswith("-")
+    assert cells[-4] == "1.66 ± 0.23" and cells[-3].startswith("-")
+    assert cells[-2] == "0.0109 ± 0.0010" and cells[-1].startswith(("-", "+"))
     assert lines[3].split("|")[7].strip() == "÷2" and lines[3].rstrip("| ").endswith("n/a (shrunk)")
     assert lines[4].rstrip("| ").endswith("—")
 

@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         out["preset"] = p.name
         if p.paper_rel_w1 is not None and models == ("mha", "yg") and cfg == p.config(dtype=cfg.dtype):
             out["paper_rel_w1"] = {"mean": p.paper_rel_w1[0] / 100, "ci95": p.paper_rel_w1[1] / 100}
+            out["paper_ks"] = {"mean": p.paper_ks[0], "ci95": p.paper_ks[1]}
     if args.json:
         print(dumps(out))
         return 0
@@ -135,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     if "paper_rel_w1" in out:
         pm, pc = p.paper_rel_w1
         lines.append(f"{'paper (%)':<12}{fmt(pm, 3, 10)}{'+-' + fmt(pc, 3):>14}")
+        km, kc = p.paper_ks
+        lines.append(f"{'paper KS':<12}{fmt(km, 4, 10)}{'+-' + fmt(kc, 4):>14}")
     lines += [
         "",
         f"mean eigenvalue: {a} {fmt(out['mean_eigenvalue'][models[0]])}, {b} "
