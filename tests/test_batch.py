@@ -108,6 +108,22 @@ def test_a_failing_chapter_does_not_stop_the_others_and_runs_resume(book, capsys
     assert json.loads((out / "record.json").read_text())["chapters"]["bad"]["status"] == "ok"
 
 
+def test_slow_chapters_start_first_on_a_fresh_clone_then_by_the_last_run(book, capsys, monkeypatch):
+    import gelib.batch
+
+    def started():
+        return re.findall(r"\] (\w+) +started", capsys.readouterr().err)
+
+    (book / "book" / "bad.md").write_text(chapter(["x = 1"]))
+    monkeypatch.setattr(gelib.batch, "SLOW_FIRST", ("bad",))  # no earlier run: the named slow one first
+    assert run_batch(book, "ci", out=book / "_build" / "runs" / "ci-1", render=False, jobs=1) == 0
+    assert started() == ["bad", "good"]  # the book's order is good, bad
+    monkeypatch.setattr(gelib.batch, "SLOW_FIRST", ())
+    (book / "book" / "good.md").write_text(chapter(["x = 1"]))
+    assert run_batch(book, "default", out=book / "_build" / "runs" / "default-1", render=False, jobs=1) == 0
+    assert started() == ["good", "bad"]  # nothing known: the book's order
+
+
 def test_overrides_are_checked_against_each_chapters_parameters(book, capsys):
     (book / "book" / "bad.md").write_text(
         chapter(["from myst_nb import glue\nglue('w', width, display=False)"]).replace(
