@@ -43,7 +43,7 @@ def test_compare_table_and_any_two_models(capsys):
         (["--n", "20", "--d", "40", "--h", "2", "--dk", "4", "--dv", "6", "--tie-kv"], "needs d_v == d_k"),
         (["--n", "20", "--d", "40", "--h", "2", "--dk", "4", "--beta", "0"], "beta must be positive"),
         (["--n", "20", "--d", "40", "--h", "2", "--dk", "4", "--beta", "40"], "too large"),
-        (["--n", "20", "--d", "40", "--h", "2"], "give --preset NAME or all of --dk"),
+        (["--n", "20", "--d", "40", "--h", "2"], "give --preset NAME, --hf-config PATH or all of --dk"),
         (["--preset", "gpt-5"], "unknown preset"),
         (["--preset", "bert-base", "--models", "mha,foo"], "unknown model"),
         (["--preset", "bert-base", "--models", "mha"], "two different models"),

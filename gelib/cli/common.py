@@ -55,8 +55,17 @@ _FIELDS = {  # flag -> AttentionConfig field
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
     """The flags that describe one attention layer (shared by every sub-command)."""
-    g = p.add_argument_group("layer", "a preset, or explicit dimensions; explicit flags override the preset's values")
+    g = p.add_argument_group(
+        "layer",
+        "a preset, a model's config.json, or explicit dimensions; explicit flags override the values read",
+    )
     g.add_argument("--preset", metavar="NAME", help=f"dimensions of a public model: {', '.join(PRESETS)}")
+    g.add_argument(
+        "--hf-config",
+        metavar="PATH",
+        help="a model's config.json (Hugging Face transformers format, read offline): width, heads, "
+        "key/value heads, head_dim and context length; n = the context length capped at d unless --n is given",
+    )
     g.add_argument("--n", type=int, help="context length n (n <= d)")
     g.add_argument("--d", type=int, help="input width d")
     g.add_argument("--h", type=int, help="number of query heads h")
@@ -76,12 +85,29 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> AttentionConfig:
-    """An :class:`~gelib.AttentionConfig` from the flags of :func:`.add_config_args`;
-    raises :class:`~gelib.config.ConfigError` for a missing or invalid layer."""
+    """An :class:`~gelib.AttentionConfig` from the flags of :func:`.add_config_args`
+    (a preset, a ``config.json`` read by :mod:`gelib.hfconfig`, or explicit
+    dimensions, explicit flags winning); raises :class:`~gelib.config.ConfigError`
+    for a missing or invalid layer."""
     fields: dict = {}
+    hf_config = getattr(args, "hf_config", None)
+    if args.preset and hf_config:
+        raise ConfigError("give --preset or --hf-config, not both")
     if args.preset:
         p = get_preset(args.preset)
         fields = dict(n=p.n, d=p.d, h=p.h, h_kv=p.h_kv, d_k=p.d_k)
+    elif hf_config:
+        from ..hfconfig import dims_from_hf_config, read_hf_config
+
+        dims = dims_from_hf_config(read_hf_config(hf_config), source=hf_config)
+        fields = dims.fields()
+        given = [
+            f"--{flag.replace('_', '-')} {getattr(args, flag)}" for flag in _FIELDS if getattr(args, flag) is not None
+        ]
+        notes = [*dims.notes, *(["overridden on the command line: " + ", ".join(given)] if given else [])]
+        command = getattr(args, "command", None)
+        for note in notes:  # what was read and assumed, on stderr (stdout may be JSON)
+            print(f"{PROG}{' ' + command if command else ''}: {hf_config}: {note}", file=sys.stderr, flush=True)
     for flag, field in _FIELDS.items():
         value = getattr(args, flag)
         if value is not None:
@@ -89,8 +115,8 @@ def config_from_args(args: argparse.Namespace) -> AttentionConfig:
     required = {"n": "--n", "d": "--d", "h": "--h", "d_k": "--dk"}
     missing = [flag for field, flag in required.items() if field not in fields]
     if missing:
-        raise ConfigError(f"give --preset NAME or all of {', '.join(missing)}")
-    if args.preset and args.h is not None and args.h_kv is None:
+        raise ConfigError(f"give --preset NAME, --hf-config PATH or all of {', '.join(missing)}")
+    if (args.preset or hf_config) and args.h is not None and args.h_kv is None:
         fields["h_kv"] = fields["h"]  # a new head count without --h-kv: unshared
     return AttentionConfig(**fields, tie_kv=args.tie_kv, dtype=args.dtype)
 
