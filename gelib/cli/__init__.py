@@ -1,5 +1,6 @@
-"""Command line: ``python -m gelib {compare,law,presets,batch,render}``.
+"""Command line: ``python -m gelib {compare,law,report,presets,batch,render}``.
 
+``report`` writes a one-page report (figure and JSON) for one layer;
 ``compare`` samples the original multi-head attention and its Gaussian
 equivalent (or any two models of Table 1) from shared draws and reports the
 relative W1 and KS distances between their spectra over seeds; ``law``
@@ -8,7 +9,7 @@ of public models; ``batch`` executes every chapter and renders the book;
 ``render`` renders chapters executed elsewhere (by the chapter tests).
 
 One argparse tree (:func:`build_parser`), one module per sub-command
-(:mod:`~gelib.cli.compare`, :mod:`~gelib.cli.law`, :mod:`~gelib.cli.presets`,
+(:mod:`~gelib.cli.compare`, :mod:`~gelib.cli.law`, :mod:`~gelib.cli.report`, :mod:`~gelib.cli.presets`,
 :mod:`~gelib.cli.batch`, :mod:`~gelib.cli.render`), each with ``register(subparsers)`` and
 ``run(args) -> int``; the layer flags and the error format are shared
 (:mod:`~gelib.cli.common`): every error reads
@@ -22,13 +23,13 @@ import argparse
 from collections.abc import Sequence
 
 from ..config import ConfigError
-from . import batch, compare, law, presets, render
+from . import batch, compare, law, presets, render, report
 from .common import PROG, add_config_args, config_from_args, report_error
 
 __all__ = ["main", "build_parser", "add_config_args", "config_from_args"]
 
-COMMANDS = ("compare", "law", "presets", "batch", "render")
-_REGISTRATION = (compare, presets, batch, law, render)  # the order of the sub-commands in --help
+COMMANDS = ("compare", "law", "report", "presets", "batch", "render")
+_REGISTRATION = (compare, presets, batch, law, report, render)  # the order of the sub-commands in --help
 
 
 def build_parser() -> argparse.ArgumentParser:

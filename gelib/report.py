@@ -1,0 +1,152 @@
+"""A one-page report for one layer: what the paper says about a model's dimensions.
+
+:func:`make_report` samples the original softmax layer (MHA) and its Gaussian
+equivalent ``Y^G`` over seeds (:func:`gelib.spectra.compare`), evaluates the
+limit law of the eigenvalues of ``Y Y^T / n`` (:func:`gelib.law.output_law`)
+and collects, in a :class:`Report`:
+
+* the relative W1 and KS distances between the two spectra (mean and 95 %
+  Student-t interval over seeds), and from the MHA spectrum to the limit law;
+* the first-moment shift ``mean(mu_MHA) / mean(mu_GE) - 1`` per seed against
+  its leading-order prediction ``b(n, d_K)`` (:func:`gelib.spectra.mean_shift`);
+* the law's support edges, atoms and first moments;
+* the parameter count of the layer's projections (:func:`attention_parameters`).
+
+:func:`write_report` writes ``report.png`` (the MHA spectrum over the
+law's density, on a logarithmic axis where the spectrum spans decades) and
+``report.json`` (strict JSON) to a folder. The command line is
+``python -m gelib report`` (:mod:`gelib.cli.report`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+from matplotlib.figure import Figure
+
+from .config import AttentionConfig
+from .freeprob import Law, distances_to_law
+from .law import output_law
+from .spectra import Comparison, Summary, compare, mean_shift, summarize
+from .tables import mean_shifts
+
+__all__ = ["Report", "attention_parameters", "make_report", "report_dict", "report_figure", "write_report"]
+
+
+def attention_parameters(cfg: AttentionConfig) -> int:
+    """Parameters of the layer's four projections (biases not counted).
+
+    ``W^Q``: ``d x h d_K``; ``W^K``: ``d x h_KV d_K``; ``W^V``: ``d x h_KV d_V``
+    (none of its own when tied, ``W^V = W^K``); ``W^O``: ``h d_V x d_O``. In all
+    ``d h d_K + d h_KV (d_K + d_V) + h d_V d_O``, less ``d h_KV d_V`` when tied.
+    """
+    value = 0 if cfg.tie_kv else cfg.d * cfg.h_kv * cfg.d_v
+    return cfg.d * cfg.h * cfg.d_k + cfg.d * cfg.h_kv * cfg.d_k + value + cfg.h * cfg.d_v * cfg.d_o
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What :func:`make_report` measured and computed for one layer (see the module docstring)."""
+
+    name: str
+    cfg: AttentionConfig
+    comparison: Comparison
+    law: Law
+    rel_w1: Summary
+    ks: Summary
+    law_rel_w1: Summary
+    law_ks: Summary
+    shift: Summary
+    shift_pred: float
+    seconds: float
+
+
+def make_report(key: jax.Array, cfg: AttentionConfig, seeds: int = 5, name: str = "", progress: bool = True) -> Report:
+    """Sample ``seeds`` draws of the layer (MHA and ``Y^G`` from the same ``Q, K, V, W^O``,
+    seed ``s`` from ``fold_in(key, s)``, as :func:`gelib.spectra.compare`) and
+    evaluate its limit law. ``name`` labels the report."""
+    t0 = time.perf_counter()
+    res = compare(key, cfg, ("mha", "yg"), seeds, progress=progress)
+    law = output_law(cfg)
+    law_w1, law_ks = distances_to_law(res.spectra["mha"], law)
+    return Report(
+        name=name or cfg.describe(),
+        cfg=cfg,
+        comparison=res,
+        law=law,
+        rel_w1=summarize(res.rel_w1),
+        ks=summarize(res.ks),
+        law_rel_w1=summarize(law_w1),
+        law_ks=summarize(law_ks),
+        shift=summarize(mean_shifts(res)),
+        shift_pred=mean_shift(cfg.n, cfg.d_k, cfg.beta) if not cfg.tie_kv else float("nan"),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _summary(s: Summary) -> dict:
+    ci = None if not np.isfinite(s.ci95) else float(s.ci95)
+    return {"mean": float(s.mean), "ci95": ci, "seeds": int(s.count)}
+
+
+def report_dict(rep: Report) -> dict:
+    """The report as a JSON-ready dictionary (an interval that one seed leaves undefined is ``None``)."""
+    law = rep.law
+    return {
+        "name": rep.name,
+        "config": rep.cfg.as_dict(),
+        "parameters": attention_parameters(rep.cfg),
+        "mha_vs_ge": {"rel_w1": _summary(rep.rel_w1), "ks": _summary(rep.ks)},
+        "mha_vs_law": {"rel_w1": _summary(rep.law_rel_w1), "ks": _summary(rep.law_ks)},
+        "mean_shift": {
+            "measured": _summary(rep.shift),
+            "predicted": None if np.isnan(rep.shift_pred) else rep.shift_pred,
+            "note": "mean(mu_MHA) / mean(mu_GE) - 1; predicted b(n, d_K) (untied layers only)",
+        },
+        "law": {
+            "moments": [float(m) for m in law.moments(4)],
+            "edges": [[float(a), float(b)] for a, b in law.edges()],
+            "atoms": [[float(x), float(m)] for x, m in law.atoms()],
+        },
+        "seconds": rep.seconds,
+    }
+
+
+def report_figure(rep: Report) -> Figure:
+    """The MHA and ``Y^G`` spectra (all seeds pooled) over the limit law's density, on a
+    logarithmic axis where the continuous part of the law spans more than two decades."""
+    from .plotting import law_histograms
+
+    (lo, _), (_, hi) = rep.law.edges()[0], rep.law.edges()[-1]
+    log = lo <= 0 or hi / lo > 100
+    fig = Figure(figsize=(7.5, 4.2), layout="constrained")  # no pyplot: drawn straight to a file
+    ax = fig.subplots()
+    spectra = {"MHA": rep.comparison.spectra["mha"], "$Y^G$": rep.comparison.spectra["yg"]}
+    title = (
+        f"{rep.name}: {rep.cfg.describe()}\nMHA against $Y^G$: rel. W1 = {100 * rep.rel_w1.mean:.2f} %, "
+        f"KS = {rep.ks.mean:.4f} (mean of {rep.rel_w1.count} seed(s))"
+    )
+    law_histograms(ax, spectra, rep.law, log=log, legend=True)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel("density of log(eigenvalue)" if log else "density")
+    return fig
+
+
+def write_report(rep: Report, out: str | Path) -> dict:
+    """Write ``report.png`` and ``report.json`` into the folder ``out`` (created);
+    returns the dictionary written."""
+    from .cli.common import dumps
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = report_dict(rep)
+    text = dumps(data)
+    fig = report_figure(rep)
+    fig.savefig(out / "report.png", dpi=120)
+    (out / "report.json").write_text(json.dumps(json.loads(text), indent=1) + "\n")
+    return data
