@@ -43,6 +43,7 @@ from numpy.typing import ArrayLike
 from .config import AttentionConfig
 from .freeprob import Law, w1_to_law
 from .presets import PRESETS, Preset
+from .shifts import STEPS, step_shifts
 from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
 
 __all__ = [
@@ -53,6 +54,9 @@ __all__ = [
     "table_row",
     "markdown_table",
     "HEADER",
+    "BudgetRow",
+    "shift_budget",
+    "budget_markdown",
     "LEVEL_TITLES",
     "level_sizes",
     "level_w1_table",
@@ -222,6 +226,62 @@ def markdown_table(rows: list[TableRow]) -> str:
     the paper)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- the first-moment budget across the chain ---
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetRow:
+    """One step of the first-moment budget (:func:`shift_budget`): the measured relative
+    shift of the mean eigenvalue from model ``later`` to model ``earlier`` (per cent,
+    summarised over seeds), its leading-order prediction and the allowance for the
+    neglected orders (both in per cent)."""
+
+    step: str
+    earlier: str
+    later: str
+    measured: Summary
+    predicted: float
+    allowance: float
+
+    @property
+    def agrees(self) -> bool:
+        """``|measured - predicted| <= 2 ci95 + allowance``."""
+        return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95 + self.allowance
+
+
+def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> list[BudgetRow]:
+    """The first-moment budget of an untied layer: for every step of Table 1
+    (:data:`gelib.shifts.STEPS`) and for the whole chain (``"total"``, MHA against
+    ``Y^G``), ``mean(earlier) / mean(later) - 1`` per seed against
+    :func:`gelib.shifts.step_shifts` (the total against :func:`gelib.spectra.mean_shift`,
+    their sum).
+
+    ``spectra`` maps every model of the chain to its eigenvalues, ``(seeds, n)``, all
+    from the same draws (:func:`gelib.spectra.model_spectra`). The allowance is
+    ``8 (1/d_K + 1/n) |predicted|``: the neglected orders are smaller than the
+    prediction by a factor ``O(1/d_K + 1/n)``.
+    """
+    pred = step_shifts(cfg.n, cfg.d_k, cfg.beta)
+    pred["total"] = mean_shift(cfg.n, cfg.d_k, cfg.beta)
+    rows = []
+    for step, a, b in (*STEPS, ("total", "mha", "yg")):
+        shift = np.asarray(spectra[a]).mean(axis=-1) / np.asarray(spectra[b]).mean(axis=-1) - 1
+        allowance = 8 * (1 / cfg.d_k + 1 / cfg.n) * abs(pred[step])
+        rows.append(BudgetRow(step, a, b, summarize(100 * shift), 100 * pred[step], 100 * allowance))
+    return rows
+
+
+def budget_markdown(rows: list[BudgetRow]) -> str:
+    """The budget as a Markdown table: step, models, measured shift (mean ± 95 %), prediction."""
+    lines = ["| step | models | measured shift (%) | predicted (%) |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r.step.replace('_', ' ')} | {r.earlier} / {r.later} | {r.measured.mean:+.2f} ± {r.measured.ci95:.2f} "
+            f"| {r.predicted:+.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -219,3 +219,30 @@ def test_moment_table_errors_tolerances_and_format():
     assert cells[-1] == f"±{100 * 2.5 / 8:.1f} %"
     one, errors, _ = moment_table(spectra, law_m[:2], 64, 1.0, labels={"mha": "softmax"})
     assert list(errors) == ["mha"] and one.splitlines()[0].count("|") == 5 and "softmax" in one
+
+
+# --- the first-moment budget ---
+
+
+def test_shift_budget_measures_each_step_and_the_total():
+    """Spectra that are exact rescalings of one another: each step measures its factor."""
+    from gelib.shifts import STEPS, step_shifts
+    from gelib.tables import budget_markdown, shift_budget
+
+    cfg = PRESETS["bert-base"].config(n=256, d=384, d_k=32)
+    rng = np.random.default_rng(3)
+    base = rng.exponential(size=(4, cfg.n))
+    factors = {"yg": 1.0, "yg_sigma_g": 1.01, "yg_sigma_f": 1.05, "yf_ring": 1.05, "yf": 1.06, "mha": 0.98}
+    rows = shift_budget({m: f * base for m, f in factors.items()}, cfg)
+    assert [r.step for r in rows] == [s[0] for s in STEPS] + ["total"]
+    for r in rows:
+        assert r.measured.mean == pytest.approx(100 * (factors[r.earlier] / factors[r.later] - 1), rel=1e-9)
+        assert r.measured.ci95 == pytest.approx(0, abs=1e-9)
+    pred = step_shifts(cfg.n, cfg.d_k)
+    assert rows[-1].predicted == pytest.approx(100 * sum(pred.values()), rel=1e-12)
+    assert rows[-1].predicted == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), rel=1e-12)
+    assert rows[0].allowance == pytest.approx(100 * 8 * (1 / 32 + 1 / 256) * abs(pred["denominator"]))
+    assert rows[2].agrees is True  # 0 % measured, 0 % predicted for the Gaussian rows
+    assert rows[4].agrees is False  # the same: a measured 1 % where 0 is predicted does not agree
+    table = budget_markdown(rows).splitlines()
+    assert len(table) == 2 + len(rows) and "denominator" in table[2]
