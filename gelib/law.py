@@ -46,7 +46,24 @@ import dataclasses
 from .config import AttentionConfig
 from .freeprob import Law, affine, compress, marchenko_pastur, polynomial, scale
 
-__all__ = ["Chain", "chain", "value_law", "output_covariance_law", "output_law"]
+__all__ = ["Chain", "chain", "attention_law", "value_law", "output_covariance_law", "output_law"]
+
+
+def attention_law(cfg: AttentionConfig) -> Law:
+    """Limit law of the squared singular values of one head's ``sqrt(n) A^perp``
+    (``n x n``), the eigenvalues of ``Y Y^T`` for its Gaussian equivalent
+    ``Y = (beta S + alpha Z) / sqrt(n)``: the predecessor's setting (Hayase,
+    Collins and Karakida, one head, no value or output projection).
+
+    Given ``K`` the rows of ``Y`` are i.i.d. ``N(0, T / n)``, ``T = beta^2 K K^T / d_K
+    + alpha^2 I_n``, so ``Y Y^T`` is the compression of ``T`` with ratio 1. Mean
+    ``e^{beta^2} - 1``; it depends on ``n``, ``d_K`` and ``beta`` only (``d``, ``h``,
+    ``d_V``, ``d_O`` play no part). Its right edge exceeds the ``4 (e^{beta^2} - 1)``
+    of the Marchenko-Pastur law with the same variance: the score part
+    ``beta^2 K K^T / d_K`` is not a multiple of the identity.
+    """
+    kernel = affine(marchenko_pastur(cfg.n / cfg.d_k), cfg.beta**2, cfg.alpha2)
+    return compress(kernel, 1.0)
 
 
 def value_law(cfg: AttentionConfig) -> Law:

@@ -12,7 +12,7 @@ import argparse
 
 from ..config import ConfigError
 from ..freeprob import ConvergenceError, LawError
-from ..law import output_covariance_law, output_law, value_law
+from ..law import attention_law, output_covariance_law, output_law, value_law
 from .common import add_command, add_config_args, config_from_args, dumps, positive_int_at_most, report_error
 
 __all__ = ["register", "run", "MAX_MOMENTS", "MAX_POINTS"]
@@ -20,9 +20,10 @@ __all__ = ["register", "run", "MAX_MOMENTS", "MAX_POINTS"]
 MAX_MOMENTS = 200  # --moments: the moment algebra costs K^3 (200: a few seconds)
 MAX_POINTS = 100_000  # --density: about 0.5 ms per point
 
-_LEVELS = {"output": output_law, "mu_v": value_law, "mu_vo": output_covariance_law}
+_LEVELS = {"output": output_law, "mu_v": value_law, "mu_vo": output_covariance_law, "attention": attention_law}
 _TITLES = {
     "output": "eigenvalues of Y Y^T / n",
+    "attention": "squared singular values of one head's sqrt(n) A^perp (n x n)",
     "mu_v": "mu_V (value covariance)",
     "mu_vo": "mu_VO (output covariance)",
 }
@@ -56,7 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="N",
         help=f"density at about N points (N <= {MAX_POINTS})",
     )
-    p.add_argument("--level", choices=tuple(_LEVELS), default="output", help="output (default), mu_v or mu_vo")
+    p.add_argument(
+        "--level",
+        choices=tuple(_LEVELS),
+        default="output",
+        help="output (default): eigenvalues of Y Y^T / n; mu_v, mu_vo: the value and output covariances; "
+        "attention: the squared singular values of one head's centred attention sqrt(n) A^perp (n x n), whose "
+        "Gaussian equivalent is (beta S + alpha Z) / sqrt(n), mean e^(beta^2) - 1 (the predecessor paper's "
+        "one-head law: it needs only --n, --dk and --beta; --d defaults to n, and h, d_V, d_O play no part)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
     return p
@@ -84,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``law``; returns 2 for a bad layer, 1 for a number that cannot be
     computed correctly in float64 (:class:`~gelib.freeprob.LawError`: an
     overflow, a truncated support, a numerical method that missed its tolerance)."""
+    if args.level == "attention" and args.d is None and not args.preset and not args.hf_config:
+        args.d = args.n  # the one-head law does not involve d; any d >= n gives a valid layer
     try:
         cfg = config_from_args(args)
     except ConfigError as e:
