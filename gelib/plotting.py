@@ -21,7 +21,7 @@ from .config import AttentionConfig
 from .freeprob import Law
 from .law import Chain, chain
 from .rates import PowerFit, fit_power_law
-from .spectra import Summary
+from .spectra import Summary, ks, rel_w1
 from .tables import LEVEL_TITLES
 
 __all__ = [
@@ -29,6 +29,9 @@ __all__ = [
     "spectra_histograms",
     "log_histograms",
     "spectra_pair",
+    "distance_title",
+    "cdf_differences",
+    "pair_and_heads",
     "label_ns",
     "rate_plot",
     "close",
@@ -131,6 +134,73 @@ def spectra_pair(
     axes[1].set_xlabel(f"eigenvalue, {labels[1]}")
     axes[1].set_ylabel(f"eigenvalue, {labels[0]}")
     return axes
+
+
+def distance_title(a: ArrayLike, ref: ArrayLike, **extra: float) -> str:
+    """``"rel. W1 = x %, KS = y"`` between the spectra ``a`` and ``ref`` (relative to
+    ``ref``'s mean, :func:`gelib.spectra.rel_w1`; both of shape ``(n,)`` or ``(seeds, n)``,
+    averaged over seeds), then ``", name = value"`` for every keyword (3 significant
+    digits): a title for the explorers' spectra.
+    """
+    parts = [
+        f"rel. W1 = {100 * float(np.mean(rel_w1(a, ref))):.2f} %",
+        f"KS = {float(np.mean(ks(a, ref))):.3f}",
+        *(f"{name} = {value:.3g}" for name, value in extra.items()),
+    ]
+    return ", ".join(parts)
+
+
+def cdf_differences(
+    ax: Axes, base: ArrayLike, others: dict, band: float | None = None, band_label: str | None = None
+) -> Axes:
+    """The empirical distribution function of the spectrum ``base`` (shape ``(n,)``) minus
+    that of every spectrum in ``others`` (``{label: (n,)}``), on the pooled eigenvalues
+    (symmetric-log axis, linear below 1 % of their median), with the band ``+-band``
+    shaded when given (an interlacing bound such as ``h/n``, labelled ``band_label``).
+    The largest absolute value of a curve is the KS distance. Returns ``ax``.
+    """
+    base = np.ravel(base)
+    grid = np.sort(np.concatenate([base, *(np.ravel(v) for v in others.values())]))
+
+    def cdf(ev):
+        return np.searchsorted(np.sort(ev), grid, side="right") / ev.size
+
+    for label, ev in others.items():
+        ax.plot(grid, cdf(base) - cdf(np.ravel(ev)), lw=1.0, label=label)
+    if band is not None:
+        ax.axhspan(-band, band, color="0.85", zorder=0, label=band_label or f"$\\pm${band:.3g}")
+    ax.set_xscale("symlog", linthresh=1e-2 * float(np.median(grid)))
+    ax.set(xlabel="eigenvalue of $Y Y^T / n$", ylabel="difference of distribution functions")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def pair_and_heads(
+    spectra: dict,
+    per_head: ArrayLike,
+    ylabel: str,
+    title: str = "",
+    reference: float | None = None,
+    reference_label: str = "reference",
+) -> Figure:
+    """The figure of the step explorers: two spectra (``{label: eigenvalues}``, model first,
+    the reference second) as log-histograms titled with their distances
+    (:func:`distance_title`, with ``h/n``), and one bar per head of a control quantity
+    ``per_head`` (shape ``(h,)``, titled ``title``), with a dashed line at ``reference``
+    (labelled ``reference_label``) when it is given and finite. Returns the figure.
+    """
+    (a, b), per_head = spectra.values(), np.asarray(per_head)
+    fig, (ax0, ax1) = plt.subplots(
+        1, 2, figsize=(9.5, 3.4), gridspec_kw=dict(width_ratios=(1.7, 1)), layout="constrained"
+    )
+    log_histograms(ax0, spectra, bins=50)
+    ax0.set_title(distance_title(a, b, **{"h/n": per_head.size / np.shape(a)[-1]}))
+    ax1.bar(np.arange(per_head.size), per_head, color=COLORS[0])
+    if reference is not None and np.isfinite(reference):
+        ax1.axhline(reference, color="black", ls="--", lw=1, label=reference_label)
+        ax1.legend()
+    ax1.set(xlabel="head", ylabel=ylabel, title=title)
+    return fig
 
 
 def label_ns(ax: Axes, ns: Sequence[int]) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "markdown_table",
     "HEADER",
     "BudgetRow",
+    "step_shift",
     "shift_budget",
     "budget_markdown",
     "LEVEL_TITLES",
@@ -251,27 +252,41 @@ class BudgetRow:
         """``|measured - predicted| <= 2 ci95 + allowance``."""
         return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95 + self.allowance
 
+    def __str__(self) -> str:
+        return (
+            f"{self.step}: measured {self.measured.mean:+.2f} ± {self.measured.ci95:.2f} %, "
+            f"predicted {self.predicted:+.2f} % (allowance {self.allowance:.2f} %)"
+        )
+
+
+def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionConfig) -> BudgetRow:
+    """One step of Table 1 (a name in :data:`gelib.shifts.STEPS`, or ``"total"`` for MHA
+    against ``Y^G``): the measured relative shift ``mean(earlier) / mean(later) - 1`` per
+    seed (eigenvalues of shape ``(seeds, n)``) against its leading-order prediction,
+    :func:`gelib.shifts.step_shifts` (the total: :func:`gelib.spectra.mean_shift`, their
+    sum), at the layer ``cfg``.
+
+    The allowance is ``8 (1/d_K + 1/n) |predicted|``: the neglected orders are smaller
+    than the prediction by a factor ``O(1/d_K + 1/n)``.
+    """
+    models = {name: (a, b) for name, a, b in (*STEPS, ("total", "mha", "yg"))}
+    if step not in models:
+        raise ValueError(f"unknown step {step!r}: one of {', '.join(models)}")
+    pred = mean_shift(cfg.n, cfg.d_k, cfg.beta) if step == "total" else step_shifts(cfg.n, cfg.d_k, cfg.beta)[step]
+    shift = np.asarray(earlier).mean(axis=-1) / np.asarray(later).mean(axis=-1) - 1
+    allowance = 8 * (1 / cfg.d_k + 1 / cfg.n) * abs(pred)
+    return BudgetRow(step, *models[step], summarize(100 * np.atleast_1d(shift)), 100 * pred, 100 * allowance)
+
 
 def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> list[BudgetRow]:
-    """The first-moment budget of an untied layer: for every step of Table 1
-    (:data:`gelib.shifts.STEPS`) and for the whole chain (``"total"``, MHA against
-    ``Y^G``), ``mean(earlier) / mean(later) - 1`` per seed against
-    :func:`gelib.shifts.step_shifts` (the total against :func:`gelib.spectra.mean_shift`,
-    their sum).
+    """The first-moment budget of an untied layer: :func:`step_shift` for every step of
+    Table 1 (:data:`gelib.shifts.STEPS`) and for the whole chain (``"total"``, MHA against
+    ``Y^G``).
 
     ``spectra`` maps every model of the chain to its eigenvalues, ``(seeds, n)``, all
-    from the same draws (:func:`gelib.spectra.model_spectra`). The allowance is
-    ``8 (1/d_K + 1/n) |predicted|``: the neglected orders are smaller than the
-    prediction by a factor ``O(1/d_K + 1/n)``.
+    from the same draws (:func:`gelib.spectra.model_spectra`).
     """
-    pred = step_shifts(cfg.n, cfg.d_k, cfg.beta)
-    pred["total"] = mean_shift(cfg.n, cfg.d_k, cfg.beta)
-    rows = []
-    for step, a, b in (*STEPS, ("total", "mha", "yg")):
-        shift = np.asarray(spectra[a]).mean(axis=-1) / np.asarray(spectra[b]).mean(axis=-1) - 1
-        allowance = 8 * (1 / cfg.d_k + 1 / cfg.n) * abs(pred[step])
-        rows.append(BudgetRow(step, a, b, summarize(100 * shift), 100 * pred[step], 100 * allowance))
-    return rows
+    return [step_shift(step, spectra[a], spectra[b], cfg) for step, a, b in (*STEPS, ("total", "mha", "yg"))]
 
 
 def budget_markdown(rows: list[BudgetRow]) -> str:

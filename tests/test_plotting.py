@@ -254,3 +254,41 @@ def test_law_figure_marks_the_support_and_the_mean():
     atom = 1 - main.h * main.d_v / main.n  # rank h d_V of Y^G
     assert f"atom {atom:.3f} at 0" in main_fig._suptitle.get_text()
     plt.close(main_fig)
+
+
+# --- the step chapters' explorer panels ---
+
+
+def test_distance_title_and_cdf_differences_against_sorted_eigenvalues():
+    """The title's W1 is the mean gap of sorted eigenvalues over the reference mean; the largest
+    drawn difference of distribution functions is the KS distance of gelib.spectra."""
+    from gelib.plotting import cdf_differences, distance_title
+    from gelib.spectra import ks
+
+    rng = np.random.default_rng(7)
+    a, b, c = rng.exponential(size=200), 1.1 * rng.exponential(size=200), rng.exponential(size=200) ** 2
+    w1_by_hand = np.mean(np.abs(np.sort(a) - np.sort(b))) / b.mean()
+    assert distance_title(a, b, **{"h/n": 0.0125}) == (
+        f"rel. W1 = {100 * w1_by_hand:.2f} %, KS = {float(ks(a, b)):.3f}, h/n = 0.0125"
+    )
+    fig, ax = plt.subplots()
+    cdf_differences(ax, a, {"a - b": b, "a - c": c}, band=0.02, band_label="band")
+    lines = _curves(ax)
+    assert [ln.get_label() for ln in lines] == ["a - b", "a - c"]
+    for line, other in zip(lines, (b, c)):
+        assert np.max(np.abs(line.get_ydata())) == pytest.approx(float(ks(a, other)), abs=1e-12)
+    assert "band" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_pair_and_heads_bars_and_reference():
+    from gelib.plotting import pair_and_heads
+
+    rng = np.random.default_rng(8)
+    a, b, per_head = rng.exponential(size=64), rng.exponential(size=64), np.array([0.5, 1.0, 1.5, 2.0])
+    fig = pair_and_heads({"A": a, "B": b}, per_head, "norm", "title", reference=1.2, reference_label="exact")
+    left, right = fig.axes
+    assert [p.get_height() for p in right.patches] == pytest.approx(per_head)
+    assert left.get_title().endswith("h/n = 0.0625") and right.get_title() == "title"
+    assert [ln.get_ydata()[0] for ln in right.get_lines()] == [1.2]
+    fig = pair_and_heads({"A": a, "B": b}, per_head, "norm", reference=float("inf"))  # infinite: not drawn
+    assert fig.axes[1].get_lines() == [] and fig.axes[1].get_legend() is None

@@ -246,3 +246,21 @@ def test_shift_budget_measures_each_step_and_the_total():
     assert rows[4].agrees is False  # the same: a measured 1 % where 0 is predicted does not agree
     table = budget_markdown(rows).splitlines()
     assert len(table) == 2 + len(rows) and "denominator" in table[2]
+
+
+def test_step_shift_one_step_one_seed_and_bad_names():
+    """One step alone equals its row of the budget; one spectrum is one seed; a wrong name is refused."""
+    from gelib.tables import shift_budget, step_shift
+
+    cfg = PRESETS["bert-base"].config(n=128, d=192, d_k=16)
+    ev = np.random.default_rng(5).exponential(size=(3, cfg.n))
+    spectra = {m: f * ev for m, f in {"mha": 0.9, "yf": 1.0, "yf_ring": 1.0, "yg_sigma_f": 1.0}.items()}
+    spectra |= {"yg_sigma_g": ev, "yg": ev}
+    row = step_shift("denominator", spectra["mha"], spectra["yf"], cfg)
+    assert row == shift_budget(spectra, cfg)[0]
+    assert (row.earlier, row.later) == ("mha", "yf") and row.measured.mean == pytest.approx(-10.0, rel=1e-9)
+    one = step_shift("denominator", 0.9 * ev[0], ev[0], cfg)
+    assert one.measured.mean == pytest.approx(-10.0, rel=1e-9)
+    assert "denominator: measured -10.00" in str(one) and f"predicted {row.predicted:+.2f} %" in str(one)
+    with pytest.raises(ValueError, match="unknown step 'softmax'"):
+        step_shift("softmax", ev, ev, cfg)
