@@ -210,17 +210,25 @@ def label_ns(ax: Axes, ns: Sequence[int]) -> None:
 
 
 def rate_plot(
-    ax: Axes, ns: ArrayLike, values: ArrayLike, predicted_slope: float, label: str, color: str | None = None
+    ax: Axes,
+    ns: ArrayLike,
+    values: ArrayLike,
+    predicted_slope: float,
+    label: str,
+    color: str | None = None,
+    nested: bool = False,
 ) -> PowerFit:
     """Log-log plot of a control quantity against ``n`` with its fitted and predicted slope.
 
     ``ns`` has shape ``(k,)`` and ``values`` shape ``(k, seeds)``; markers show the mean over
     seeds with the min-max range, the solid line the fit, the dashed line the
-    predicted slope through the same geometric-mean point.
+    predicted slope through the same geometric-mean point. ``nested``: column
+    ``j`` of every size is cut out of one draw (:class:`gelib.sweeps.NestedDraws`),
+    so the slope and its interval are per seed (:func:`gelib.rates.fit_power_law`).
     """
     ns = np.asarray(ns, dtype=float)
     values = np.asarray(values, dtype=float).reshape(len(ns), -1)
-    fit = fit_power_law(ns, values)
+    fit = fit_power_law(ns, values, nested=nested)
     mean = values.mean(axis=1)
     line = ax.errorbar(
         ns, mean, yerr=[mean - values.min(1), values.max(1) - mean], fmt="o", ms=4, capsize=2, color=color, label=label

@@ -3,10 +3,15 @@
 The controls of Table 1 decay like ``n^{-1/2}`` (up to ``n^{o(1)}`` or
 ``sqrt(log n)`` factors) at fixed ratios of the dimensions; chapters fit the
 exponent by least squares on the log-log scale and compare it with the
-prediction (:func:`fit_power_law`). Spectral distances between two models
-over a sweep, and their two-panel rate figure, are :func:`sweep_distances`
-and :func:`plot_distance_rates`; :func:`sample_covariance_error` is the exact
-``N^{-1/2}`` rate of a Gaussian sample covariance.
+prediction (:func:`fit_power_law`). Its 95 % interval treats the points as
+independent when every size is drawn afresh; when the smaller sizes are
+leading blocks of one draw per seed (:class:`gelib.sweeps.NestedDraws`), the
+points of one seed are correlated across sizes and ``nested=True`` fits one
+slope per seed and takes the Student-t interval across seeds. Spectral
+distances between two models over a sweep, and their two-panel rate figure,
+are :func:`sweep_distances` and :func:`plot_distance_rates`;
+:func:`sample_covariance_error` is the exact ``N^{-1/2}`` rate of a Gaussian
+sample covariance.
 """
 
 from __future__ import annotations
@@ -36,29 +41,62 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class PowerFit:
-    """``y ~ prefactor * x^slope``, with the 95 % confidence half-width of the slope."""
+    """``y ~ prefactor * x^slope``, with the 95 % confidence half-width of the slope.
+
+    ``per_seed`` holds the slope of every seed when the fit is nested
+    (:func:`fit_power_law` with ``nested=True``), ``None`` for a pooled fit.
+    """
 
     slope: float
     prefactor: float
     ci95: float
+    per_seed: tuple[float, ...] | None = None
 
     def __call__(self, x):
         return self.prefactor * np.asarray(x, dtype=float) ** self.slope
 
 
-def fit_power_law(x: ArrayLike, y: ArrayLike) -> PowerFit:
-    """Least-squares fit of ``log y = slope log x + c`` over all points.
+def fit_power_law(x: ArrayLike, y: ArrayLike, nested: bool = False) -> PowerFit:
+    """Least-squares fit of ``log y = slope log x + c``.
 
     ``x`` has shape ``(k,)``; ``y`` shape ``(k,)`` or, with several values per
-    ``x``, ``(k, seeds)``: every value is one point of the fit.
+    ``x``, ``(k, seeds)``.
+
+    *Pooled* (``nested=False``, for sweeps that draw every ``(x, seed)``
+    independently): every value is one point of a single fit, and ``ci95`` is
+    the t-interval of its slope with ``k * seeds - 2`` degrees of freedom.
+
+    *Nested* (``nested=True``, for sweeps whose smaller sizes are leading blocks
+    of one draw per seed, :class:`gelib.sweeps.NestedDraws`): the values of one
+    seed are correlated across ``x`` and the pooled interval, which counts them
+    as independent, is not valid (too narrow when the seeds differ in slope).
+    Each column of ``y`` (a seed) gets its own least-squares slope ``s_j`` and
+    intercept ``c_j``; the slope is their mean, ``ci95`` the Student-t
+    half-width ``t_{0.975, seeds-1} sd(s_j) / sqrt(seeds)`` across seeds (NaN for
+    one seed), the prefactor ``exp(mean c_j)``, and ``per_seed`` the ``s_j``. With
+    the same ``x`` for every seed the mean slope and prefactor equal the pooled
+    ones: only the interval differs.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("a power-law fit needs positive x and y")
+    if nested:
+        if y.ndim != 2 or y.shape[0] != x.size:
+            raise ValueError(f"a nested fit needs y of shape (len(x), seeds) = ({x.size}, seeds), got {y.shape}")
+        slopes, intercepts = np.polynomial.polynomial.polyfit(np.log(x), np.log(y), 1)[::-1]
+        seeds = y.shape[1]
+        half = (
+            float(scipy.stats.t.ppf(0.975, seeds - 1) * np.std(slopes, ddof=1) / np.sqrt(seeds))
+            if seeds > 1
+            else float("nan")
+        )
+        return PowerFit(
+            float(np.mean(slopes)), float(np.exp(np.mean(intercepts))), half, tuple(float(v) for v in slopes)
+        )
     if y.ndim == 2:
         x = np.repeat(x, y.shape[1])
         y = y.ravel()
-    if np.any(x <= 0) or np.any(y <= 0):
-        raise ValueError("a power-law fit needs positive x and y")
     res = scipy.stats.linregress(np.log(x), np.log(y))
     dof = x.size - 2
     half = float(scipy.stats.t.ppf(0.975, dof) * res.stderr) if dof > 0 else float("nan")
@@ -110,13 +148,18 @@ class DistanceRates:
 
 
 def plot_distance_rates(
-    axes: Sequence[matplotlib.axes.Axes], pairs: Mapping[int, np.ndarray], predicted_slope: float = -1.0
+    axes: Sequence[matplotlib.axes.Axes],
+    pairs: Mapping[int, np.ndarray],
+    predicted_slope: float = -1.0,
+    nested: bool = False,
 ) -> DistanceRates:
     """The two-panel rate figure of a step of Table 1: relative W1 (``axes[0]``) and KS (``axes[1]``) against ``n``.
 
     ``pairs[n]`` has shape ``(seeds, 2, n)`` (see :func:`sweep_distances`).
     Each panel is a :func:`gelib.plotting.rate_plot` with the predicted slope,
-    its y-label and the sizes of the sweep as ticks. Returns the distances and
+    its y-label and the sizes of the sweep as ticks. ``nested``: seed ``s`` of
+    every size is cut out of one draw (:class:`gelib.sweeps.NestedDraws`), so
+    the fits are per seed (:func:`fit_power_law`). Returns the distances and
     the two fits.
     """
     from .plotting import COLORS, label_ns, rate_plot
@@ -124,8 +167,8 @@ def plot_distance_rates(
     ns = tuple(int(n) for n in pairs)
     w1, ks = sweep_distances(pairs)
     fits = {
-        "w1": rate_plot(axes[0], ns, w1, predicted_slope, "relative W1"),
-        "ks": rate_plot(axes[1], ns, ks, predicted_slope, "KS", color=COLORS[1]),
+        "w1": rate_plot(axes[0], ns, w1, predicted_slope, "relative W1", nested=nested),
+        "ks": rate_plot(axes[1], ns, ks, predicted_slope, "KS", color=COLORS[1], nested=nested),
     }
     axes[0].set_ylabel("relative W1")
     axes[1].set_ylabel("KS distance")

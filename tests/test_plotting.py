@@ -21,6 +21,7 @@ from gelib.plotting import (  # noqa: E402
     density_curves,
     law_histograms,
     rate_panels,
+    rate_plot,
 )
 from gelib.rates import fit_power_law  # noqa: E402
 from gelib.tables import LEVEL_TITLES  # noqa: E402
@@ -292,3 +293,17 @@ def test_pair_and_heads_bars_and_reference():
     assert [ln.get_ydata()[0] for ln in right.get_lines()] == [1.2]
     fig = pair_and_heads({"A": a, "B": b}, per_head, "norm", reference=float("inf"))  # infinite: not drawn
     assert fig.axes[1].get_lines() == [] and fig.axes[1].get_legend() is None
+
+
+def test_rate_plot_of_a_nested_sweep_shows_the_per_seed_interval():
+    ns = (64, 128, 256)
+    rng = np.random.default_rng(6)
+    values = np.asarray(ns, float)[:, None] ** -0.5 * np.exp(0.1 * rng.standard_normal((3, 4)))
+    fig, ax = plt.subplots()
+    fit = rate_plot(ax, ns, values, -0.5, "nested", nested=True)
+    expected = fit_power_law(ns, values, nested=True)
+    assert (fit.slope, fit.ci95) == pytest.approx((expected.slope, expected.ci95), rel=1e-12)
+    assert fit.ci95 != pytest.approx(fit_power_law(ns, values).ci95, rel=1e-3)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert f"fit: slope {expected.slope:.2f} ± {expected.ci95:.2f}" in labels
+    plt.close(fig)
