@@ -26,7 +26,10 @@ marchenko_pastur``): the law, :class:`Law`; the builders :func:`dirac`,
 :func:`marchenko_pastur`, :func:`compress`, :func:`affine`, :func:`scale`,
 :func:`polynomial`; the distances :func:`w1_to_law`, :func:`ks_to_law`,
 :func:`distances_to_law` (per seed) and :func:`law_w1` (between two laws); the
-S-transform's Taylor series :func:`s_transform_series`; and the errors :class:`LawError` (a number that
+S-transform's Taylor series :func:`s_transform_series`; the closed-form
+oracles :class:`Oracle`, :func:`fuss_catalan`, :func:`mp_product`,
+:func:`mp_product_moments` and :func:`oracle_errors` (products of
+Marchenko-Pastur laws, to check the solver against); and the errors :class:`LawError` (a number that
 cannot be computed correctly in float64: an overflow, a truncated support)
 and its case :class:`ConvergenceError` (a numerical method that missed its
 tolerance).  The modules, one job each:
@@ -38,7 +41,8 @@ tolerance).  The modules, one job each:
 * :mod:`~gelib.freeprob.quadrature`: graded panels, distribution function, contours;
 * :mod:`~gelib.freeprob.law`: the :class:`Law` facade;
 * :mod:`~gelib.freeprob.builders`: the builders (one object per equal law);
-* :mod:`~gelib.freeprob.distances`: W1 and KS between a spectrum and a law, W1 between two laws.
+* :mod:`~gelib.freeprob.distances`: W1 and KS between a spectrum and a law, W1 between two laws;
+* :mod:`~gelib.freeprob.oracles`: closed forms independent of the solver (Fuss-Catalan, ``MP(a) ⊠ MP(b)``).
 
 Numerical method, and why
 -------------------------
@@ -109,6 +113,7 @@ from .builders import affine, compress, dirac, marchenko_pastur, polynomial, sca
 from .distances import distances_to_law, ks_to_law, law_w1, w1_to_law  # noqa: E402
 from .law import Law  # noqa: E402
 from .moments import s_transform_series  # noqa: E402
+from .oracles import Oracle, fuss_catalan, mp_product, mp_product_moments, oracle_errors  # noqa: E402
 from .solver import ConvergenceError, LawError  # noqa: E402
 
 __all__ = [
@@ -126,4 +131,9 @@ __all__ = [
     "distances_to_law",
     "law_w1",
     "s_transform_series",
+    "Oracle",
+    "fuss_catalan",
+    "mp_product",
+    "mp_product_moments",
+    "oracle_errors",
 ]
