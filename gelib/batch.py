@@ -435,6 +435,71 @@ def _open_run_dir(run_dir: Path, fresh: bool, force: bool) -> _Lock:
     return lock
 
 
+def estimate(root: Path, scale: str, chapters: list[str], device: str, accelerator: bool) -> list[dict]:
+    """What each chapter is expected to take at ``scale`` on this machine, and why.
+
+    Per chapter (names as in ``_toc.yml``): the seconds of its latest finished
+    run at this scale on a machine with the same ``device`` description in this
+    book's ``_build/runs`` ("measured here"), else the measured reference run
+    (:mod:`gelib.reference_times`) of this scale on the same kind of machine
+    (an accelerator or not), else none. Never extrapolated: where nothing was
+    measured, ``seconds`` is ``None`` and the basis names the nearest measurement
+    (another kind of machine), if any. Rows: ``chapter``, ``seconds``,
+    ``lower_bound`` (the chapter was stopped, so it takes longer) and ``basis``.
+    """
+    from gelib import reference_times  # here, not at the top: this file also runs as a worker script
+
+    here: dict[str, tuple[float, str]] = {}
+    runs = [p.parent for p in (root / "_build" / "runs").glob("*/record.json")]
+    for run in sorted(runs, key=lambda p: (p / "record.json").stat().st_mtime, reverse=True):  # newest first
+        rec = _read_record(run) or {}
+        if rec.get("scale") != scale or rec.get("device") != device:
+            continue
+        for name, c in rec.get("chapters", {}).items():
+            if c.get("status") == "ok" and name not in here:
+                here[name] = (float(c["seconds"]), f"measured here ({run.name}, {(rec.get('commit') or '?')[:7]})")
+    refs = [r for r in reference_times.REFERENCE_RUNS if r["scale"] == scale]
+    rows = []
+    for f in chapters:
+        name = Path(f).name
+        row = {"chapter": name, "seconds": None, "lower_bound": False, "basis": "no measurement at this scale"}
+        if name in here:
+            row["seconds"], row["basis"] = here[name]
+        for ref in sorted(refs, key=lambda r: r["accelerator"] != accelerator):  # same kind of machine first
+            if name in here or name not in ref["chapters"]:
+                continue
+            value = ref["chapters"][name]
+            bound = isinstance(value, (tuple, list))
+            secs = float(value[1] if bound else value)
+            where = f"{ref['machine']}, {ref['jobs']} at a time, {ref['commit']} ({ref['date']})"
+            if ref["accelerator"] == accelerator:
+                row.update(seconds=secs, lower_bound=bound, basis=where + (": stopped, not finished" if bound else ""))
+            else:
+                row["basis"] = f"not measured on this kind of machine; {'> ' if bound else ''}{secs:.0f} s on {where}"
+            break
+        rows.append(row)
+    return rows
+
+
+def format_estimate(rows: list[dict], scale: str, device: str, jobs: int) -> str:
+    """The table printed before a ``--scale paper`` run and by ``--estimate``."""
+    lines = [f"estimated time of each chapter at scale {scale!r} on {device}:"]
+    for r in rows:
+        t = "?" if r["seconds"] is None else f"{'> ' if r['lower_bound'] else ''}{r['seconds']:.0f} s"
+        lines.append(f"  {r['chapter']:<26} {t:>9}   {r['basis']}")
+    known = [r["seconds"] for r in rows if r["seconds"] is not None]
+    if known:
+        total = sum(known)
+        wall = max(total / max(jobs, 1), max(known))
+        more = len(rows) - len(known)
+        lines.append(
+            f"  total {'at least ' if more or any(r['lower_bound'] for r in rows) else ''}{total:.0f} s of chapter time"
+            f"{f' (+{more} unknown)' if more else ''}, about {wall:.0f} s of wall time with {jobs} at a time;"
+            " pick chapters with --chapters PATTERN"
+        )
+    return "\n".join(lines)
+
+
 def run_batch(
     root: Path,
     scale: str,
@@ -447,6 +512,7 @@ def run_batch(
     timeout: int | None = None,
     stream: TextIO | None = None,
     jobs: int | None = None,
+    only_estimate: bool = False,
 ) -> int:
     """Execute the chapters and render the book; returns the exit status: 0 when
     every selected chapter ran and the book rendered, 1 when a chapter failed or
@@ -457,7 +523,8 @@ def run_batch(
     chapter whose parameters cell has the name (a name no selected chapter has
     is an error); ``out`` is the run folder (default
     ``_build/runs/<scale>-<time>``); ``jobs`` chapters run at once (default
-    :func:`default_jobs`).
+    :func:`default_jobs`). Before a run at the paper scale, and instead of
+    the run with ``only_estimate``, prints :func:`estimate`'s table.
 
     Every run renders into its own folder, ``<run>/_build/html``. A run in
     which every chapter of the book ran, once rendered without error, then
@@ -480,6 +547,11 @@ def run_batch(
         names = ", ".join(Path(f).name for f in all_chapters)
         raise BatchError(f"no chapter matches {' '.join(chapters or [])!r}; the chapters: {names} (globs: 'denom*')")
     overrides = chapter_overrides(root, todo, parameters or {})
+    if only_estimate:
+        device, accelerator = _device()
+        rows = estimate(root, scale, todo, device, accelerator)
+        print(format_estimate(rows, scale, device, jobs or default_jobs(accelerator)), file=stream)
+        return 0
 
     if resume:
         run_dir = Path(out) if out else (_runs(build, scale) or [None])[-1]
@@ -508,6 +580,9 @@ def run_batch(
             "versions": _versions(),
             "chapters": {},
         }
+        if scale == "paper":
+            rows = estimate(root, scale, todo, device, accelerator)
+            print(format_estimate(rows, scale, device, jobs or default_jobs(accelerator)), file=stream)
     try:
         return _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, render, stream, jobs)
     except OSError as e:  # a full disk, a folder removed under us

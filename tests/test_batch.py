@@ -300,3 +300,30 @@ def test_killed_at_random_points_then_resumed_loses_nothing(book):
         _, err = resumed.communicate(timeout=300)
         assert resumed.returncode == 0, err
         assert glued(out) == reference
+
+
+def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_guess(book, capsys, monkeypatch):
+    from gelib import batch
+    from gelib.reference_times import REFERENCE_RUNS
+
+    run = book / "_build" / "runs" / "mine"
+    run.mkdir(parents=True)
+    chapters = {"good": {"status": "ok", "seconds": 12.5}, "bad": {"status": "failed", "seconds": 3.0}}
+    (run / "record.json").write_text(json.dumps({"scale": "paper", "device": "D", "chapters": chapters}))
+    todo = ["book/good", "book/bad", "book/model", "book/denominator_replacement"]
+    rows = {r["chapter"]: r for r in batch.estimate(book, "paper", todo, "D", True)}
+    assert rows["good"]["seconds"] == 12.5 and rows["good"]["basis"].startswith("measured here (mine")
+    assert rows["bad"]["seconds"] is None  # a failed run measures nothing
+    ref = next(r for r in REFERENCE_RUNS if r["scale"] == "paper" and r["accelerator"])
+    assert rows["model"]["seconds"] == ref["chapters"]["model"] and "H200" in rows["model"]["basis"]
+    assert rows["denominator_replacement"]["lower_bound"]  # stopped in the reference run
+    # another machine: its own run does not count, and an accelerator's time is quoted but not used
+    rows = {r["chapter"]: r for r in batch.estimate(book, "paper", todo, "E", False)}
+    assert rows["good"]["seconds"] is None and rows["model"]["seconds"] is None
+    assert "not measured on this kind of machine" in rows["model"]["basis"]
+    # --estimate prints the table and runs nothing
+    monkeypatch.setattr(batch, "_device", lambda: ("D", True))
+    assert run_batch(book, "paper", only_estimate=True) == 0
+    err = capsys.readouterr().err
+    assert "good" in err and "12 s" in err and "measured here" in err
+    assert sorted(p.name for p in (book / "_build" / "runs").iterdir()) == ["mine"]

@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing --out folder")
     p.add_argument("--no-render", action="store_true", help="execute only, do not build the HTML")
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the expected time of each selected chapter at this scale on this machine (measured runs only) "
+        "and exit; a --scale paper run prints it before it starts",
+    )
     p.add_argument("--timeout", type=positive_int, default=None, help="per-cell timeout in seconds (default: none)")
     p.add_argument(
         "--jobs",
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             not args.no_render,
             args.timeout,
             jobs=args.jobs,
+            only_estimate=args.estimate,
         )
     except engine.BatchError as e:
         return report_error("batch", e)
