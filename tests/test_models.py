@@ -273,3 +273,24 @@ def test_centering_norm2_against_monte_carlo_over_queries():
     # about n beta^4 / (2 d_k) for wide keys, and infinite once beta^2 >= d_k / 2
     assert M.centering_norm2(100, 10_000, 1.0) == pytest.approx(100 / 20_000, rel=1e-3)
     assert M.centering_norm2(10, 8, 2.0) == math.inf
+
+
+def test_sketched_rank_decides_rank_at_most():
+    # rank-r matrices 60 x 80: the sketch with at_most + 8 columns returns r when r <= at_most + 8,
+    # and a number above at_most whenever r > at_most
+    for r, at_most, expect in [(3, 5, 3), (5, 5, 5), (6, 5, 6), (12, 5, 12), (30, 5, 13)]:
+        a = jax.random.normal(jax.random.key(r), (60, r)) @ jax.random.normal(jax.random.key(100 + r), (r, 80))
+        assert M.numerical_rank(a) == r
+        assert M.numerical_rank(a, key=jax.random.key(7), at_most=at_most) == expect
+    with pytest.raises(ValueError, match="both key and at_most"):
+        M.numerical_rank(a, at_most=5)
+
+
+def test_denominator_norms_fall_back_to_the_svd_when_lanczos_has_not_converged(monkeypatch):
+    cfg = AttentionConfig(n=41, d=50, h=2, d_k=5, d_v=6, d_o=30)  # a shape no other test compiles
+    draw = sample_fast(jax.random.key(8), cfg)
+    monkeypatch.setattr(M, "_LANCZOS_STEPS", 2)
+    t = M.denominator_terms(draw, cfg)
+    for r in range(cfg.h):
+        mid, _ = _numpy_denominator_head(np.asarray(draw.q[r]), np.asarray(draw.k[r]), cfg.beta)
+        np.testing.assert_allclose(t["op_norm"][r], np.linalg.norm(mid, 2), rtol=1e-12)
