@@ -60,6 +60,7 @@ __all__ = [
     "shared_widths",
     "PathPoint",
     "scaled_count",
+    "shrink",
     "scale_note",
     "layer_table",
     "range_table",
@@ -72,6 +73,7 @@ __all__ = [
     "Crossing",
     "unit_crossings",
     "compare_paths",
+    "refined_paths",
     "error_map_grid",
 ]
 
@@ -297,18 +299,37 @@ def scaled_count(value: int, s: float, minimum: int = 1) -> int:
     return round(v)
 
 
+def shrink(cfg: AttentionConfig, s: float) -> AttentionConfig:
+    """A layer of Table D.3 shrunk by ``s``: ``n``, ``d``, ``d_O``, ``h`` and ``h_KV`` times ``s``, head widths kept.
+
+    Each product must be an integer (:func:`scaled_count`; ``h_KV`` at least
+    1), so ``s`` is a power of two for the table's dimensions; ``s = 1``
+    returns ``cfg``. This is how the learning chapters shrink the simulated
+    layers on a CPU: ``h d_V / n``, ``d_O / n`` and ``d / n`` are kept, ``d_K / n``
+    grows by ``1 / s``, so the limit law changes (:func:`gelib.markers.law_parameters`).
+
+    >>> shrink(AttentionConfig(n=4096, d=4096, h=64, d_k=64, d_o=8192), 1 / 16).describe()
+    'n=256, d=256, h/h_kv=4/4 (none), d_k=64, d_v=64, d_o=512, beta=1'
+    """
+    if s == 1:
+        return cfg
+    n, d, d_o, h, h_kv = (scaled_count(v, s) for v in (cfg.n, cfg.d, cfg.d_o, cfg.h, cfg.h_kv))
+    return cfg.replace(n=n, d=d, d_o=d_o, h=h, h_kv=h_kv)
+
+
 def scale_note(scale: str, n: int, n_paper: int = 4096) -> str:
-    """The figure subtitle naming the scale and ``n`` against Table D.3's ``n_paper``.
+    """The figure subtitle: curves at Table D.3's dimensions, markers at the scale's ``n`` (``n_paper`` there).
 
     >>> scale_note("ci", 256)
-    'scale: ci, n = 256 (Table D.3 × 1/16)'
+    'scale ci: curves at Table D.3, markers (and dashed) at n = 256, Table D.3 × 1/16'
+    >>> scale_note("paper", 4096)
+    'scale paper: curves and markers at Table D.3 (n = 4096)'
     """
     s = n / n_paper
-    return (
-        f"scale: {scale}, n = {n} (Table D.3 × {s:g})"
-        if s >= 1
-        else f"scale: {scale}, n = {n} (Table D.3 × 1/{1 / s:g})"
-    )
+    if s == 1:
+        return f"scale {scale}: curves and markers at Table D.3 (n = {n})"
+    factor = f"{s:g}" if s > 1 else f"1/{1 / s:g}"
+    return f"scale {scale}: curves at Table D.3, markers (and dashed) at n = {n}, Table D.3 × {factor}"
 
 
 def layer_table(groups: dict[str, Sequence[AttentionConfig]]) -> str:
@@ -512,8 +533,9 @@ def compare_paths(h_fo: ArrayLike, err_fo: ArrayLike, h_fb: ArrayLike, err_fb: A
     * ``tail``: the smallest ``h`` from which the fixed-budget path wins at
       every common head count (``None`` if it loses at the last one);
       ``tail_do``: its ``d_O`` there;
-    * ``local``: the head counts below ``tail`` where it wins anyway, and
-      ``nlocal``, their number;
+    * ``local``: the head counts below ``tail`` where it wins anyway,
+      ``nlocal``, their number, and ``local_lo``, ``local_hi`` the first and
+      the last of them (``None`` if there are none);
     * ``best_fo``, ``best_fb``: the head count of each path's smallest finite
       error, ``min_fo``, ``min_fb`` those errors.
     """
@@ -539,11 +561,71 @@ def compare_paths(h_fo: ArrayLike, err_fo: ArrayLike, h_fb: ArrayLike, err_fb: A
         tail_do=int(d_o_fb[h_fb == tail][0]) if tail is not None else None,
         local=local,
         nlocal=len(local),
+        local_lo=min(local, default=None),
+        local_hi=max(local, default=None),
         best_fo=int(h_fo[np.nanargmin(finite(err_fo))]),
         best_fb=int(h_fb[np.nanargmin(finite(err_fb))]),
         min_fo=float(np.nanmin(finite(err_fo))),
         min_fb=float(np.nanmin(finite(err_fb))),
     )
+
+
+def refined_paths(
+    make: dict[str, Callable[[Sequence[int]], Sequence[PathPoint]]],
+    heads: dict[str, Sequence[int]],
+    laws: Callable[[AttentionConfig], Law],
+    times: dict[str, float],
+    sigma: float,
+    step: int,
+) -> tuple[dict, dict]:
+    """The errors along two paths on a grid of head counts, refined where the findings are.
+
+    ``make[name](hs)`` gives the path's points at the head counts ``hs``
+    (e.g. ``functools.partial(fixed_output_path, base)``), ``heads[name]`` all
+    its head counts (increasing, consecutive); the two names, in order, are
+    the fixed-output and the fixed-budget path of :func:`compare_paths`.
+    The errors (:func:`path_errors`) are evaluated every ``step`` head
+    counts (counted from the smaller first head count; each path's ends
+    too), then at every head count within
+    ``step`` of a path's smallest error and between neighbouring common
+    grid points where the winner changes, in any reading of ``times``. So
+    the findings of :func:`compare_paths` (the best head counts, ``tail``,
+    ``local_lo``, ``local_hi``) are those of the full paths (``step = 1``)
+    unless a change of winner, or a deeper minimum, lies entirely between
+    two grid points. Returns ``(curves, findings)``: ``curves[name]`` as
+    :func:`path_errors` on the head counts evaluated, ``findings[reading]``
+    as :func:`compare_paths`.
+    """
+    (a, b) = names = list(make)
+    full = {k: np.asarray(heads[k]) for k in names}
+    h0 = min(full[k][0] for k in names)  # one grid for both paths, so that they share its points
+    grid = {k: np.unique(np.r_[full[k][(full[k] - h0) % step == 0], full[k][[0, -1]]]) for k in names}
+    curves = {k: path_errors(make[k](grid[k].tolist()), laws, times, sigma) for k in names}
+    extra = {k: set() for k in names}
+    for r in times:
+        for k in names:  # around each path's smallest error
+            h0 = curves[k]["h"][np.nanargmin(np.where(np.isfinite(curves[k][r]), curves[k][r], np.nan))]
+            extra[k].update(range(h0 - step + 1, h0 + step))
+        common = np.intersect1d(curves[a]["h"], curves[b]["h"])
+        ea, eb = ([curves[k][r][curves[k]["h"] == h][0] for h in common] for k in names)
+        wins = np.isfinite(eb) & (np.asarray(eb) < np.asarray(ea))  # as in compare_paths
+        for i in np.flatnonzero(np.diff(wins)):  # between grid points where the winner changes
+            for k in names:
+                extra[k].update(range(common[i] + 1, common[i + 1]))
+    out, findings = {}, {}
+    for k in names:
+        hs = np.union1d(grid[k], [h for h in extra[k] if full[k][0] <= h <= full[k][-1]]).astype(int)
+        new = [int(h) for h in hs if h not in grid[k]]
+        more = path_errors(make[k](new), laws, times, sigma) if new else None
+        merged = {}
+        for field in ("h", "d_o", *times):
+            v = np.r_[curves[k][field], more[field]] if more else curves[k][field]
+            merged[field] = v[np.argsort(np.r_[grid[k], new])]
+        merged["bounds"] = sorted(curves[k]["bounds"] + (more["bounds"] if more else []))
+        out[k] = merged
+    for r in times:
+        findings[r] = compare_paths(out[a]["h"], out[a][r], out[b]["h"], out[b][r], out[b]["d_o"])
+    return out, findings
 
 
 def error_map_grid(

@@ -3,6 +3,13 @@
 One function per figure, each taking the curves (limit law) and the markers
 (softmax layers) the chapter computed with :mod:`gelib.learning` and
 :mod:`gelib.markers`, and returning the matplotlib figure.
+
+The curves are the limit law at Table D.3's dimensions. Markers simulated
+at shrunk dimensions (a factor ``s < 1``, :func:`gelib.learning.shrink`) come
+with ``own``, the limit law at their own dimensions, drawn beside them as a
+thin dashed line of the same colour (:func:`own_curve`); a head count ``h``
+of a shrunk layer is drawn at ``h / s``, where the table's layer with the
+same ``h d_V / n`` sits.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from .plotting import COLORS, ge_and_mha, log2_axis, tex_sci
 from .spectra import Summary
 
 __all__ = [
+    "own_curve",
     "sharing_across_figure",
     "sharing_within_figure",
     "loss_figure",
@@ -39,6 +47,28 @@ def _times_n(x: float) -> str:
     return f"{x:g}n" if x > 1 else f"n/{1 / x:g}"
 
 
+#: The style of the limit law at the markers' own (shrunk) dimensions.
+OWN_STYLE = dict(ls=(0, (4, 2)), lw=1.0, alpha=0.9)
+OWN_LABEL = "dashed: GE at the markers' dimensions"
+
+
+def own_curve(ax: Axes, x: ArrayLike, y: ArrayLike, color: str, label: str | None = None) -> None:
+    """The limit law at the markers' own dimensions: a thin dashed line in ``color``, gaps at infinite values.
+
+    ``label`` (e.g. :data:`OWN_LABEL`) goes to a grey legend entry of the same style, which
+    stands for the dashed curves of every colour.
+    """
+    y = np.asarray(y, dtype=float)
+    ax.plot(x, np.where(np.isfinite(y), y, np.nan), color=color, **OWN_STYLE)
+    if label is not None:
+        ax.plot([], [], color="grey", label=label, **OWN_STYLE)
+
+
+def _at(marks, s: float) -> list:
+    """``(x, summary)`` pairs with ``x`` divided by ``s`` (a shrunk head count where Table D.3's sits)."""
+    return [(x / s, m) for x, m in marks]
+
+
 def sharing_across_figure(
     fixed_widths: Sequence[AttentionConfig],
     fixed_budget: Sequence[AttentionConfig],
@@ -47,6 +77,8 @@ def sharing_across_figure(
     marks_w: dict,
     marks_b: dict,
     note: str,
+    own: dict | None = None,
+    s: float = 1.0,
 ) -> Figure:
     """Figure 3(a): arrival time against ``h_KV``, at fixed widths and at fixed ``N_par``.
 
@@ -56,7 +88,10 @@ def sharing_across_figure(
     from ``h`` to 1); ``marks_w[eps]``, ``marks_b[eps]`` lists of
     ``(h_KV, summary)`` of the softmax markers. The unshared layer is marked
     by a diamond, the widths ``w = d_K = d_V`` of the fixed-budget layers are
-    annotated. Returns the figure.
+    annotated. The markers' ``h_KV`` are drawn at ``h_KV / s``; ``own`` (if
+    given) holds ``"groups"`` (their ``h_KV``) and ``"w"``, ``"b"``: the
+    arrival times of their own layers per threshold, drawn dashed. Returns
+    the figure.
     """
     groups = [c.h_kv for c in fixed_widths]
     first = fixed_widths[0]
@@ -66,14 +101,24 @@ def sharing_across_figure(
             ax,
             groups,
             curves_w[e],
-            marks_w[e],
+            _at(marks_w[e], s),
             color=COLORS[0],
             offset=0.96,
             label=f"GE, fixed widths $d_K = d_V = {first.d_k}$",
         )
         ge_and_mha(
-            ax, groups, curves_b[e], marks_b[e], color=COLORS[1], offset=1.04, label="GE, fixed $N_{par}$ (widths grow)"
+            ax,
+            groups,
+            curves_b[e],
+            _at(marks_b[e], s),
+            color=COLORS[1],
+            offset=1.04,
+            label="GE, fixed $N_{par}$ (widths grow)",
         )
+        if own is not None:
+            x_own = np.asarray(own["groups"]) / s
+            own_curve(ax, x_own, own["w"][e], COLORS[0], OWN_LABEL)
+            own_curve(ax, x_own, own["b"][e], COLORS[1])
         ax.plot([first.h], [curves_w[e][0]], "D", color="black", ms=8, mfc="none", label="unshared ($h_{KV} = h$)")
         for c, y in zip(fixed_budget, curves_b[e]):
             ax.annotate(
@@ -137,16 +182,25 @@ def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks
 
 
 def loss_figure(
-    layers: Sequence[AttentionConfig], t: ArrayLike, curves: dict, marks: dict, note: str, epsilon: float = 0.1
+    layers: Sequence[AttentionConfig],
+    t: ArrayLike,
+    curves: dict,
+    marks: dict,
+    note: str,
+    epsilon: float = 0.1,
+    own: dict | None = None,
+    marker_layers: Sequence[AttentionConfig] | None = None,
 ) -> Figure:
     """Figure 2(a): the relative training loss ``L(t) / L(0)`` of several layers, log-log.
 
     ``curves[h]``: the GE loss (shape ``(k,)``) of the layer with ``h`` heads at
-    the times ``t`` (shape ``(k,)``); ``marks[h]``: ``(time, summary)`` pairs of its softmax markers.
-    A dotted line marks the threshold ``epsilon``. Returns the figure.
+    the times ``t`` (shape ``(k,)``); ``marks[h]``: ``(time, summary)`` pairs of its softmax markers,
+    simulated on ``marker_layers`` (default ``layers``), whose own GE losses at ``t``
+    are ``own[h]`` (drawn dashed, if given). A dotted line marks the threshold ``epsilon``.
+    Returns the figure.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for c, cfg in zip(COLORS, layers):
+    for c, cfg, sim in zip(COLORS, layers, marker_layers or layers):
         ge_and_mha(
             ax,
             t,
@@ -155,8 +209,10 @@ def loss_figure(
             color=c,
             lw=1.5,
             label=f"GE, $h = {cfg.h}$ ($h d_V/n = {cfg.h * cfg.d_v / cfg.n:g}$)",
-            mark_label=f"MHA, $h = {cfg.h}$",
+            mark_label=f"MHA, $h = {sim.h}$, $n = {sim.n}$",
         )
+        if own is not None:
+            own_curve(ax, t, own[cfg.h], c, OWN_LABEL if cfg is layers[0] else None)
     ax.axhline(epsilon, color="grey", ls=":", lw=1)
     ax.text(t[0], 1.1 * epsilon, f"$\\epsilon = {epsilon:g}$", color="grey", fontsize=8)
     ax.set_xscale("log")
@@ -185,12 +241,13 @@ def width_boundaries(ax: Axes, n: int, hs: ArrayLike, d_v: int = 64, label: bool
 def budget_paths(ax: Axes, fixed_output: Sequence[PathPoint], fixed_budget: Sequence[PathPoint]) -> None:
     """The fixed-output and fixed-budget paths on an ``(h, d_O / n)`` map."""
     n = fixed_output[0].cfg.n
+    ms = 3 if len(fixed_output) + len(fixed_budget) <= 60 else 0  # a dot per layer, unless they crowd
     ax.plot(
         [p.cfg.h for p in fixed_output],
         [p.cfg.d_o / n for p in fixed_output],
         "-s",
         color=COLORS[0],
-        ms=3,
+        ms=ms,
         lw=1.6,
         label="fixed-output path",
     )
@@ -199,7 +256,7 @@ def budget_paths(ax: Axes, fixed_output: Sequence[PathPoint], fixed_budget: Sequ
         [p.cfg.d_o / n for p in fixed_budget],
         "-o",
         color=COLORS[1],
-        ms=3,
+        ms=ms,
         lw=1.6,
         label=f"fixed-budget path ($N_{{par}} = {tex_sci(fixed_budget[0].n_params)}$)",
     )
@@ -264,13 +321,17 @@ def error_map_figure(
     return fig
 
 
-def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: str) -> Figure:
+def paths_figure(
+    curves: dict, marks: dict, t_early: float, sigma: float, note: str, own: dict | None = None, s: float = 1.0
+) -> Figure:
     """Figure 2(c): the coefficient error along the paths, one panel per reading.
 
     ``curves[path]`` holds ``"h"``, the errors of each reading (``"end"``,
     ``"early"``; infinite values leave a gap) and ``"bounds"``, the head
     counts on a width boundary (dotted verticals); ``marks[path][reading]``
-    lists ``(h, summary)`` of the softmax markers. Returns the figure.
+    lists ``(h, summary)`` of the softmax markers, drawn at ``h / s``;
+    ``own[path]`` (if given) as ``curves[path]`` for the markers' own
+    layers, drawn dashed at ``h / s``. Returns the figure.
     """
     readings = list(next(iter(marks.values())))
     fig, axes = plt.subplots(1, len(readings), figsize=(11, 4.2), squeeze=False)
@@ -280,7 +341,7 @@ def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: 
                 ax,
                 cur["h"],
                 cur[reading],
-                marks[name][reading],
+                _at(marks[name][reading], s),
                 color=c,
                 lw=1.5,
                 marker=".",
@@ -290,7 +351,9 @@ def paths_figure(curves: dict, marks: dict, t_early: float, sigma: float, note: 
             )
             for h in cur["bounds"]:
                 ax.axvline(h, color=c, ls=":", lw=1)
-        ax.set_xlabel("head count $h$")
+            if own is not None:
+                own_curve(ax, own[name]["h"] / s, own[name][reading], c, OWN_LABEL if c == COLORS[0] else None)
+        ax.set_xlabel("head count $h$" if s == 1 else f"head count $h$ (markers: $h / s$, $s = 1/{1 / s:g}$)")
         ax.set_title(_READING_TITLES[reading].format(t=t_early))
         if reading == "end":
             ax.set_yscale("log")
@@ -309,6 +372,8 @@ def ratio_figure(
     t_early: float,
     note: str,
     pair: str = "(64, 192)\\,/\\,(128, 128)",
+    own: tuple | None = None,
+    marker_layer: AttentionConfig | None = None,
 ) -> Figure:
     """Figure 2(d): the error ratio of two layers across ``beta``, against the unit line.
 
@@ -316,7 +381,9 @@ def ratio_figure(
     ratios on ``betas`` (shape ``(k,)`` each); ``marks`` lists ``(beta, summary)`` of the softmax
     ratios (end of training); each crossing of the end-of-training curve is
     a dotted vertical. ``layer`` names ``n`` and ``h`` in the title, ``pair``
-    (TeX) the two layers on the y-axis. Returns the figure.
+    (TeX) the two layers on the y-axis. ``own = (betas, ratios)`` (if given):
+    the GE ratio at the markers' own dimensions (``marker_layer``), drawn
+    dashed in the markers' colour. Returns the figure.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(betas, ratios["end"], color=COLORS[0], lw=1.6, label="GE, end of training")
@@ -332,8 +399,12 @@ def ratio_figure(
             capsize=2,
             color=COLORS[1],
             mfc="white",
-            label="MHA, end of training",
+            label="MHA, end of training"
+            + ("" if marker_layer is None else f" ($n = {marker_layer.n}$, $h = {marker_layer.h}$)"),
         )
+    if own is not None:
+        own_curve(ax, own[0], own[1], COLORS[1])
+        ax.lines[-1].set_label("GE at the markers' dimensions")
     ax.axhline(1.0, color="black", lw=1)
     for c in crossings:
         ax.axvline(c.x, color=COLORS[0], ls=":", lw=1, label=f"crossing, $\\beta^* = {c.x:.3f}$")

@@ -4,8 +4,9 @@ Both learning chapters draw curves from the limit law of ``Y Y^T / n`` (the
 Gaussian-equivalent side) and markers from sampled softmax layers, and check
 every marker against its curve:
 
-* :class:`LimitLaws` gives the limit law of a layer, cached, after checking
-  its quadrature against the exact moments (:func:`quadrature_error`);
+* :class:`LimitLaws` gives the limit law of a layer, cached by the ratios it
+  depends on (:func:`law_parameters`), after checking its quadrature against
+  the exact moments (:func:`quadrature_error`);
 * :class:`SoftmaxSpectra` gives the eigenvalues of a softmax layer over
   seeds, cached, each layer on its own named key stream;
 * :class:`MarkerTable` collects the markers (:class:`Marker`), applies the
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import jax
 import numpy as np
@@ -28,7 +30,27 @@ from .keys import stream
 from .law import output_law
 from .spectra import Summary, model_spectra, summarize
 
-__all__ = ["quadrature_error", "LimitLaws", "SoftmaxSpectra", "Marker", "MarkerTable"]
+__all__ = ["law_parameters", "quadrature_error", "LimitLaws", "SoftmaxSpectra", "Marker", "MarkerTable"]
+
+
+def law_parameters(cfg: AttentionConfig) -> tuple:
+    """What the limit law of ``Y Y^T / n`` depends on: ``beta``, tying and four exact ratios.
+
+    ``(beta, tie_kv, n / d_K, n / d_V, h d_V / d_O, d_O / n)``, the ratios as
+    :class:`~fractions.Fraction`: the chain of :func:`gelib.law.output_law`
+    sees nothing else (not ``d``, not ``h_KV``, not the size itself), so two
+    layers with equal parameters have the same law, e.g. a layer of Table D.3
+    and the same layer with ``n``, ``d_K``, ``d_V``, ``d_O`` shrunk by one
+    factor.
+    """
+    return (
+        cfg.beta,
+        cfg.tie_kv,
+        Fraction(cfg.n, cfg.d_k),
+        Fraction(cfg.n, cfg.d_v),
+        Fraction(cfg.h * cfg.d_v, cfg.d_o),
+        Fraction(cfg.d_o, cfg.n),
+    )
 
 
 def quadrature_error(law: Law) -> float:
@@ -48,27 +70,30 @@ class LimitLaws:
     """The limit law of ``Y Y^T / n`` per layer, cached, each checked by :func:`quadrature_error`.
 
     ``laws(cfg)`` is :func:`gelib.law.output_law` of ``cfg`` (or of ``law_fn``),
-    computed once; it raises :class:`ValueError` if the quadrature misses the
-    exact moments by ``tol`` or more, so no functional is evaluated on a law
-    the quadrature does not resolve. ``max_error`` is the largest error seen.
+    computed once per :func:`law_parameters` (layers that differ only in
+    ``d``, ``h_KV`` or in size at equal ratios share one law); it raises
+    :class:`ValueError` if the quadrature misses the exact moments by ``tol``
+    or more, so no functional is evaluated on a law the quadrature does not
+    resolve. ``max_error`` is the largest error seen.
     """
 
     def __init__(self, tol: float = 1e-9, law_fn: Callable[[AttentionConfig], Law] | None = None):
         self.tol = tol
         self._law_fn = output_law if law_fn is None else law_fn
-        self._laws: dict[AttentionConfig, Law] = {}
-        self.errors: dict[AttentionConfig, float] = {}
+        self._laws: dict[tuple, Law] = {}
+        self.errors: dict[tuple, float] = {}
 
     def __call__(self, cfg: AttentionConfig) -> Law:
-        if cfg not in self._laws:
+        key = law_parameters(cfg)
+        if key not in self._laws:
             law = self._law_fn(cfg)
             err = quadrature_error(law)
             if not err < self.tol:
                 raise ValueError(
                     f"the quadrature misses the exact moments by {err:.2g} (tolerance {self.tol:g}) for {cfg}"
                 )
-            self._laws[cfg], self.errors[cfg] = law, err
-        return self._laws[cfg]
+            self._laws[key], self.errors[key] = law, err
+        return self._laws[key]
 
     def mean(self, cfg: AttentionConfig) -> float:
         """``m_1``, the exact mean eigenvalue of the limit law."""

@@ -202,9 +202,40 @@ def test_scaled_count():
 
 
 def test_scale_note():
-    assert L.scale_note("ci", 256) == "scale: ci, n = 256 (Table D.3 × 1/16)"
-    assert L.scale_note("paper", 4096) == "scale: paper, n = 4096 (Table D.3 × 1)"
-    assert L.scale_note("paper", 8192) == "scale: paper, n = 8192 (Table D.3 × 2)"
+    assert L.scale_note("ci", 256) == "scale ci: curves at Table D.3, markers (and dashed) at n = 256, Table D.3 × 1/16"
+    assert L.scale_note("paper", 4096) == "scale paper: curves and markers at Table D.3 (n = 4096)"
+    assert L.scale_note("big", 8192).endswith("n = 8192, Table D.3 × 2")
+
+
+def test_shrink_keeps_the_tables_ratios_but_not_the_law():
+    paper = AttentionConfig(n=4096, d=4096, h=64, h_kv=16, d_k=64, d_v=80, d_o=8192)
+    sim = L.shrink(paper, 1 / 16)
+    assert (sim.n, sim.d, sim.h, sim.h_kv, sim.d_k, sim.d_v, sim.d_o) == (256, 256, 4, 1, 64, 80, 512)
+    assert L.shrink(paper, 1) is paper
+    assert sim.h * sim.d_v / sim.n == paper.h * paper.d_v / paper.n and sim.d_o / sim.n == paper.d_o / paper.n
+    # d_K / n grows by 1 / s: the limit law is another one
+    assert MK.law_parameters(sim) != MK.law_parameters(paper)
+    with pytest.raises(ValueError, match="not an integer"):
+        L.shrink(paper, 1 / 128)  # h_KV = 16 / 128
+
+
+def test_law_at_the_tables_dimensions_equals_the_law_at_equal_ratios():
+    """The law of Figure 3(a)'s layer at n = 4096 against the law computed at n = 64 with every
+    width shrunk by the same factor (d_K = 1, d_O = 128): the chain sees only ratios, so the two
+    computations (different configurations, different caches) agree; LimitLaws shares one law."""
+    from gelib.law import output_law
+
+    paper = AttentionConfig(n=4096, d=4096, h=64, d_k=64, d_o=8192)
+    small = paper.at_length(64)  # d_k = d_v = 1, d_o = 128, h = 64
+    assert (small.d_k, small.d_o) == (1, 128) and MK.law_parameters(small) == MK.law_parameters(paper)
+    a, b = output_law(paper), output_law(small)
+    np.testing.assert_allclose(a.moments(3), b.moments(3), rtol=1e-12)
+    assert L.arrival_time(a, 0.1) == pytest.approx(L.arrival_time(b, 0.1), rel=1e-10)
+    x = np.linspace(0.5, 3.0, 7)
+    np.testing.assert_allclose(a.density(x), b.density(x), rtol=1e-8, atol=1e-12)
+    laws = MK.LimitLaws()
+    assert laws(paper) is laws(small) is laws(paper.replace(h_kv=1, d=8192)) and len(laws) == 1
+    assert laws(paper.replace(d_o=4096)) is not laws(paper) and len(laws) == 2
 
 
 def table_cells(md):
@@ -474,12 +505,44 @@ def test_compare_paths():
     f = L.compare_paths(h_fo, err_fo, h_fb, err_fb, d_o)
     # common h: 2..6; the budget path wins at 2 (the other is infinite), loses at 3, 4, wins from 5 on
     assert f["tail"] == 5 and f["tail_do"] == 30
-    assert f["local"] == [2] and f["nlocal"] == 1
+    assert f["local"] == [2] and f["nlocal"] == 1 and f["local_lo"] == f["local_hi"] == 2
     assert (f["best_fo"], f["min_fo"]) == (4, 0.3)  # first of the smallest finite errors
     assert (f["best_fb"], f["min_fb"]) == (7, 0.05)
     # losing at the last common point: no tail; winning everywhere: the tail is the first common point
     assert L.compare_paths(h_fo, err_fo, h_fb, np.r_[err_fb[:-2], 0.5, 0.5], d_o)["tail"] is None
     assert L.compare_paths(h_fo, err_fo, h_fb, err_fb / 100, d_o)["tail"] == 2
+
+
+def test_refined_paths_find_what_the_full_paths_find():
+    """Figure 2(c)'s two paths at n = 128 (d_K = 8): the findings of a grid every 3 or 5 head
+    counts, refined, against those of every head count (step 1)."""
+    import functools
+
+    base_fo = AttentionConfig(n=128, d=128, h=4, d_k=8, d_o=64)
+    base_fb = AttentionConfig(n=128, d=128, h=4, d_k=8, d_o=9 * 128)
+    make = {
+        "fo": functools.partial(L.fixed_output_path, base_fo),
+        "fb": functools.partial(L.fixed_budget_path, base_fb),
+    }
+    heads = {"fo": range(2, 16), "fb": range(4, 16)}
+    laws = MK.LimitLaws()
+    times = {"end": math.inf, "early": 10.0}
+    full, want = L.refined_paths(make, heads, laws, times, 0.5, 1)
+    assert list(full["fo"]["h"]) == list(range(2, 16)) and list(full["fb"]["h"]) == list(range(4, 16))
+    assert full["fo"]["bounds"] == [8]  # h d_V = d_O = 64
+    for r in times:  # step 1 is compare_paths on path_errors
+        cur = {k: L.path_errors(make[k](heads[k]), laws, times, 0.5) for k in make}
+        assert want[r] == L.compare_paths(cur["fo"]["h"], cur["fo"][r], cur["fb"]["h"], cur["fb"][r], cur["fb"]["d_o"])
+    for step in (3, 5):
+        curves, got = L.refined_paths(make, heads, laws, times, 0.5, step)
+        assert len(curves["fo"]["h"]) + len(curves["fb"]["h"]) < 26
+        for r in times:
+            keys = ("tail", "tail_do", "local_lo", "local_hi", "best_fo", "best_fb", "min_fo", "min_fb")
+            assert {k: got[r][k] for k in keys} == {k: want[r][k] for k in keys}, (step, r)
+        for k in make:  # the refined curves are the full ones at the head counts evaluated
+            idx = np.searchsorted(full[k]["h"], curves[k]["h"])
+            for field in ("d_o", *times):
+                np.testing.assert_array_equal(curves[k][field], full[k][field][idx])
 
 
 def test_error_map_grid():
@@ -603,3 +666,35 @@ def test_initial_rate_is_the_slope_of_the_loss_at_zero(c):
     assert (l_minus - l_plus) / (2 * dt) == pytest.approx(2 * (1 + c), rel=1e-5)
     lam = np.array([0.5, 1.0, 2.5])
     assert L.initial_rate(lam) == pytest.approx(2 * np.mean(lam**2) / np.mean(lam), rel=1e-14)
+
+
+def test_figures_draw_the_markers_own_curves_beside_them(agg):
+    """Shrunk markers (s = 1/4) sit at h / s beside their own GE curve, thin and dashed in the same colour."""
+    s = 0.25
+    cur = {"h": np.array([8, 16, 24]), "d_o": np.array([32, 32, 32]), "end": np.array([0.5, np.inf, 0.3])}
+    cur |= {"early": cur["end"] / 2, "bounds": [16]}
+    own = {"h": np.array([2, 4, 6]), "end": np.array([0.6, 0.4, 0.2]), "early": np.array([0.3, 0.2, 0.1])}
+    marks = {"end": [(2, summary(0.61, 0.02))], "early": []}
+    fig = LF.paths_figure({"fo": cur}, {"fo": marks}, 10.0, 0.5, "note", own={"fo": own}, s=s)
+    ax = fig.axes[0]
+    dashed = [ln for ln in ax.lines if ln.get_linestyle() == "--"]
+    assert len(dashed) == 2 and list(dashed[0].get_xdata()) == [8.0, 16.0, 24.0]  # the curve and its legend entry
+    assert dashed[0].get_color() == ax.lines[0].get_color() and dashed[1].get_label() == LF.OWN_LABEL
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xydata(), [[8.0, 0.61]])  # h = 2 at 2 / s
+    fig = LF.paths_figure({"fo": cur}, {"fo": marks}, 10.0, 0.5, "note")  # paper scale: no dashed curve
+    assert not [ln for ln in fig.axes[0].lines if ln.get_linestyle() == "--"]
+    layers = [AttentionConfig(n=64, d=64, h=h, d_k=16, d_o=128) for h in (4, 8)]
+    sims = [L.shrink(c, s) for c in layers]
+    t = np.geomspace(0.1, 10, 4)
+    curves = {c.h: np.exp(-t * c.h) for c in layers}
+    fig = LF.loss_figure(layers, t, curves, {c.h: [] for c in layers}, "n", own=curves, marker_layers=sims)
+    assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].lines) == 3  # two curves, one legend entry
+    widths = [c.replace(h_kv=g) for c in layers[:1] for g in (4, 2, 1)]
+    budget = [p.cfg for p in L.shared_widths(layers[0], [4, 2, 1])]
+    arr = {0.1: np.array([1.0, 1.0, 1.0])}
+    own3 = {"groups": [1], "w": {0.1: [1.1]}, "b": {0.1: [1.2]}}
+    fig = LF.sharing_across_figure(widths, budget, arr, arr, {0.1: [(1, summary(1.1, 0.1))]}, {0.1: []}, "n", own3, s)
+    assert any(list(ln.get_xdata()) == [4.0] and ln.get_linestyle() == "--" for ln in fig.axes[0].lines)
+    betas = np.linspace(0.5, 2.0, 4)
+    fig = LF.ratio_figure(betas, {"end": betas, "early": betas}, [], [], layers[0], 10.0, "n", own=(betas[:2], [1, 2]))
+    assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].lines) == 2  # early stopping and the own curve
