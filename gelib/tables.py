@@ -25,10 +25,19 @@ so the limit law.
 The limit-law chapter's tables are here too: :func:`level_w1_table`, the W1
 distance from the eigenvalues of every level of the chain of compressions
 (:func:`gelib.levels.level_spectra`) to that level's law, against the bound
-``C / sqrt(p)``; and :func:`moment_table`, the first moments of simulated
-spectra against the exact moments of the limit law, with a tolerance
-``C_m k^{3/2} / sqrt(n)``. Both return the numbers they print, so that the
-chapter asserts on them.
+``C / sqrt(p)``; and :func:`moment_checks`, the first moments of simulated
+spectra against the exact moments of the limit law over a sweep of ``n``: the
+first moment against its predicted finite-size bias (:func:`first_moment_bias`)
+within twice the seed interval plus the next order, every moment's error
+decaying from the smallest to the largest ``n``, and its fitted rate.
+
+Table 1 says that every step "preserves all fixed spectral moments":
+:func:`moment_sweep` measures the first moments of every model of the chain
+over a sweep of ``n`` at fixed ratios, the log-ratios of consecutive models
+per seed, and the power-law rate at which each step's difference vanishes
+(:func:`chain_moments` does the same from spectra already computed);
+:func:`moment_steps_markdown` tabulates them and :func:`plot_moment_rates`
+draws the rates.
 """
 
 from __future__ import annotations
@@ -42,9 +51,11 @@ from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .freeprob import Law, w1_to_law
+from .keys import stream
 from .presets import PRESETS, Preset
+from .rates import PowerFit, fit_power_law
 from .shifts import STEPS, step_shifts
-from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
+from .spectra import Comparison, Summary, mean_shift, model_spectra, seed_flops, summarize
 
 __all__ = [
     "shrink",
@@ -62,7 +73,16 @@ __all__ = [
     "level_sizes",
     "level_w1_table",
     "empirical_moments",
-    "moment_table",
+    "MomentSweep",
+    "chain_moments",
+    "moment_sweep",
+    "moment_steps_markdown",
+    "plot_moment_rates",
+    "mean_shift_remainder",
+    "first_moment_bias",
+    "MomentCheck",
+    "moment_checks",
+    "moment_checks_markdown",
 ]
 
 HEADER: tuple[str, ...] = (
@@ -396,58 +416,412 @@ def empirical_moments(spectra: ArrayLike, k: int) -> np.ndarray:
     return np.stack([np.mean(spectra**j, axis=1) for j in range(1, k + 1)], 1)
 
 
-def moment_table(
-    spectra: Mapping[str, ArrayLike],
-    law_moments: ArrayLike,
-    n: int,
-    c_m: float,
-    labels: Mapping[str, str] | None = None,
-) -> tuple[str, dict[str, np.ndarray], np.ndarray]:
-    """The first moments of simulated spectra against the exact moments of their limit law.
+@dataclasses.dataclass(frozen=True)
+class MomentSweep:
+    """The moments of every model of the chain over a sweep of ``n``, and how each step changes them.
 
-    The tolerance for the relative error of the ``k``-th moment, averaged over
-    seeds, is ``c_m k^{3/2} / sqrt(n)``.
+    ``moments[model]`` has shape ``(len(ns), seeds, k)``: entry ``[i, s, j - 1]``
+    is ``m_j = (1/n) tr (Y Y^T / n)^j`` of seed ``s`` at ``n = ns[i]``.
+    ``differences[step]``, same shape, is the log-ratio
+    ``log(m_j(earlier) / m_j(later))`` of the step's two models (:data:`steps`),
+    per seed: to first order the relative difference ``m_j(earlier) / m_j(later) - 1``,
+    but it does not saturate at ``-1`` where a step shrinks a high moment by a large
+    factor (small ``d_K``). ``fits[step][j - 1]`` is the power-law fit of
+    ``|differences[step][..., j - 1]|`` against ``n``
+    (:func:`gelib.rates.fit_power_law`, pooled over seeds, or per seed with
+    ``nested``), ``None`` where a difference is exactly zero (identical models)
+    or for a single ``n``. ``cfg``: the layer at the largest ``n`` (the others
+    are ``cfg.at_length(n)``), where known.
+    """
+
+    ns: tuple[int, ...]
+    steps: tuple[tuple[str, str, str], ...]
+    moments: dict[str, np.ndarray]
+    differences: dict[str, np.ndarray]
+    fits: dict[str, tuple[PowerFit | None, ...]]
+    cfg: AttentionConfig | None = None
+
+    @property
+    def k(self) -> int:
+        """The number of moments."""
+        return next(iter(self.moments.values())).shape[2]
+
+    def moment(self, model: str, j: int, n: int | None = None) -> Summary:
+        """``m_j`` of ``model`` at ``n`` (default: the largest), mean and 95 % interval over seeds."""
+        return summarize(self.moments[model][self.ns.index(n or self.ns[-1]), :, j - 1])
+
+    def difference(self, step: str, j: int, n: int | None = None) -> Summary:
+        """The step's log-ratio of ``m_j`` at ``n`` (default: the largest), mean and 95 % interval over seeds."""
+        return summarize(self.differences[step][self.ns.index(n or self.ns[-1]), :, j - 1])
+
+    def slopes(self) -> dict[str, float]:
+        """``{"slope_<step>_<j>": slope, "slope_<step>_<j>_ci": 95 % half-width}`` of every fit (for glueing)."""
+        out = {}
+        for step, fits in self.fits.items():
+            for j, fit in enumerate(fits, 1):
+                if fit is not None:
+                    out |= {f"slope_{step}_{j}": fit.slope, f"slope_{step}_{j}_ci": fit.ci95}
+        return out
+
+    @property
+    def allowance(self) -> float:
+        """The slack of a fitted slope for the neglected orders (needs ``cfg``):
+        ``log(1 + 8 (1/d_K + 1/n)) / log(n_max / n_min)`` at the smallest ``n``.
+
+        The neglected orders change a difference by a factor ``1 + O(1/d_K + 1/n)``
+        (:func:`step_shift`'s allowance, ``8 (1/d_K + 1/n)``), largest at the
+        smallest ``n``; spread over the sweep's span in ``log n``, that factor
+        moves the fitted slope by at most this much.
+        """
+        if self.cfg is None:
+            raise ValueError("the allowance needs the layer: build the sweep with cfg")
+        n0 = self.ns[0]
+        return math.log1p(8 * (1 / self.cfg.at_length(n0).d_k + 1 / n0)) / math.log(self.ns[-1] / n0)
+
+    def failures(self, predicted_slope: float = -1.0, allowance: float | None = None) -> list[str]:
+        """The steps and moments that do not vanish at the predicted rate (empty if all do).
+
+        Two checks for every step and moment ``j``:
+
+        * *rate*: ``|slope - predicted_slope| <= 2 ci95 + allowance`` for the fit
+          of ``|log-ratio|`` (skipped where there is no fit: identical models);
+        * *decay*: at the largest ``n``, ``|mean| <= 2 ci95 + (|mean_0| + 2 ci95_0)
+          (n_min / n_max)^{1/2}``, with ``mean_0, ci95_0`` at the smallest ``n``: the
+          difference shrinks at least like the ``n^{-1/2}`` that Table 1's controls
+          guarantee, within the seed intervals. A step that moves a moment by a
+          fixed amount fails it.
+
+        ``allowance``: default :attr:`allowance`.
+        """
+        allowance = self.allowance if allowance is None else allowance
+        n0, n1 = self.ns[0], self.ns[-1]
+        out = []
+        for step, _, _ in self.steps:
+            for j in range(1, self.k + 1):
+                fit = self.fits[step][j - 1]
+                if fit is not None and abs(fit.slope - predicted_slope) > 2 * fit.ci95 + allowance:
+                    out.append(f"{step} m_{j}: slope {fit.slope:.2f} ± {fit.ci95:.2f}, predicted {predicted_slope:g}")
+                lo, hi = self.difference(step, j, n0), self.difference(step, j)
+                bound = 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * math.sqrt(n0 / n1)
+                if abs(hi.mean) > bound:
+                    out.append(f"{step} m_{j}: |{hi.mean:.3g}| at n = {n1} > {bound:.3g} allowed from n = {n0}")
+        return out
+
+
+def chain_moments(
+    spectra: Mapping[int, Mapping[str, ArrayLike]],
+    k: int = 4,
+    steps: tuple[tuple[str, str, str], ...] = STEPS,
+    nested: bool = False,
+    cfg: AttentionConfig | None = None,
+) -> MomentSweep:
+    """The moments ``m_1 .. m_k`` of every model and their log-ratios across ``steps``, from spectra.
 
     Parameters
     ----------
     spectra
-        ``{model: eigenvalues (seeds, n)}``, e.g. from
-        :func:`gelib.spectra.model_spectra`.
-    law_moments
-        The law's moments ``m_1 .. m_K``, shape ``(K,)``
-        (:meth:`gelib.freeprob.Law.moments`).
-    n
-        The size of the spectra, for the tolerance.
-    c_m
-        The constant of the tolerance.
-    labels
-        ``{model: column name}``, one column per model in this order
-        (default: ``Y^G`` then MHA, models ``"yg"`` and ``"mha"``).
+        ``{n: {model: eigenvalues (seeds, n)}}``, in increasing ``n``, the same
+        number of seeds at every ``n``; every model of ``steps`` present.
+    k
+        The number of moments.
+    steps
+        ``(name, earlier, later)`` triples (default: Table 1, :data:`gelib.shifts.STEPS`).
+    nested
+        Whether seed ``s`` of every ``n`` comes from one draw (then the slopes
+        are fitted per seed, :func:`gelib.rates.fit_power_law`); ``False`` for
+        independent draws at every ``(n, seed)``.
+    cfg
+        The layer (at any ``n``; stored at the largest), for the allowance and
+        the predicted shifts of the table; optional.
 
     Returns
     -------
-    table : str
-        A Markdown table, one row per moment: the law's moment, per model the
-        mean over seeds ± its 95 % half-width
-        (:func:`gelib.spectra.summarize`) with the relative error, and the
-        tolerance.
-    errors : dict[str, numpy.ndarray]
-        ``{model: mean over seeds of m_k^emp, divided by m_k, minus 1}``, shape ``(K,)``.
-    tolerances : numpy.ndarray
-        ``c_m k^{3/2} / sqrt(n)``, shape ``(K,)``.
+    MomentSweep
+        With a fit of ``|log-ratio|`` against ``n`` per step and moment.
     """
-    labels = {"yg": "$Y^G$", "mha": "MHA"} if labels is None else labels
-    law_m = np.asarray(law_moments, dtype=float)
-    count = len(law_m)
-    tol = np.array([c_m * (k + 1) ** 1.5 / math.sqrt(n) for k in range(count)])
-    emp = {m: empirical_moments(spectra[m], count) for m in labels}
-    errors = {m: np.array([e[:, k].mean() / law_m[k] - 1 for k in range(count)]) for m, e in emp.items()}
-    head = " | ".join(f"{label} (mean ± 95 % CI)" for label in labels.values())
-    rows = [f"| moment | limit law | {head} | tolerance |", "|---" * (3 + len(labels)) + "|"]
-    for k in range(count):
+    ns = tuple(int(n) for n in spectra)
+    if list(ns) != sorted(set(ns)):
+        raise ValueError(f"the sizes must increase, got {ns}")
+    models = list(dict.fromkeys(m for _, a, b in steps for m in (a, b)))
+    moments = {m: np.stack([empirical_moments(spectra[n][m], k) for n in ns]) for m in models}
+    differences = {name: np.log(moments[a] / moments[b]) for name, a, b in steps}
+    fits = {}
+    for name, diff in differences.items():
+        size = np.abs(diff)
+        fits[name] = tuple(
+            fit_power_law(ns, size[:, :, j], nested=nested) if len(ns) > 1 and np.all(size[:, :, j] > 0) else None
+            for j in range(k)
+        )
+    return MomentSweep(ns, tuple(steps), moments, differences, fits, None if cfg is None else cfg.at_length(ns[-1]))
+
+
+def moment_sweep(
+    key,
+    cfg: AttentionConfig,
+    ns: tuple[int, ...],
+    seeds: int,
+    k: int = 4,
+    steps: tuple[tuple[str, str, str], ...] = STEPS,
+    known: Mapping[int, Mapping[str, np.ndarray]] | None = None,
+) -> MomentSweep:
+    """:func:`chain_moments` of the layer ``cfg`` at every ``n`` of ``ns``, at fixed ratios.
+
+    Parameters
+    ----------
+    key
+        A JAX key (or an integer seed). Size ``n`` uses the stream
+        ``gelib.keys.stream(key, n)`` and its seed ``s`` ``stream(key, n, s)``
+        (:func:`gelib.spectra.model_spectra`): every ``(n, seed)`` is an
+        independent draw, so the fits pool the seeds.
+    cfg
+        The layer; size ``n`` runs ``cfg.at_length(n)`` (every width scaled by
+        ``n / cfg.n``, ``h`` and ``beta`` kept).
+    ns
+        The sizes, increasing.
+    seeds
+        Seeds per size.
+    k, steps
+        As in :func:`chain_moments`.
+    known
+        ``{n: {model: eigenvalues (seeds, n)}}`` already computed at some sizes
+        (for instance the first-moment budget's, :func:`shift_budget`), used
+        instead of new draws; they must come from draws independent of the
+        other sizes' and have ``seeds`` rows.
+    """
+    models = tuple(dict.fromkeys(m for _, a, b in steps for m in (a, b)))
+    spectra = {}
+    for n in ns:
+        given = (known or {}).get(n)
+        if given is None:
+            given = model_spectra(stream(key, n), cfg.at_length(n), models, seeds, progress=False)
+        elif any(np.shape(given[m]) != (seeds, n) for m in models):
+            raise ValueError(f"the known spectra at n = {n} must have shape ({seeds}, {n}) for {models}")
+        spectra[n] = given
+    return chain_moments(spectra, k, steps, cfg=cfg)
+
+
+def moment_steps_markdown(sweep: MomentSweep, predicted: Mapping[str, float] | None = None) -> str:
+    """A Markdown table, one row per step: the log-ratio of every moment at the largest ``n`` (per cent,
+    mean ± 95 % over seeds) and the fitted slope of its absolute value against ``n`` (± 95 %).
+
+    ``predicted``: ``{step: relative shift of m_1}`` (a fraction), shown in
+    brackets as ``log(1 + shift)``; default :func:`gelib.shifts.step_shifts` at
+    the largest ``n`` where the sweep knows its layer.
+    """
+    k, n = sweep.k, sweep.ns[-1]
+    if predicted is None and sweep.cfg is not None:
+        predicted = step_shifts(sweep.cfg.n, sweep.cfg.d_k, sweep.cfg.beta)
+    head = [f"$m_{j}$ at $n$ = {n} (%)" for j in range(1, k + 1)] + [f"slope $m_{j}$" for j in range(1, k + 1)]
+    lines = ["| step | models | " + " | ".join(head) + " |", "|---|---|" + "---|" * (2 * k)]
+    for name, a, b in sweep.steps:
         cells = []
-        for m in labels:
-            summ = summarize(emp[m][:, k])
-            cells.append(f"{summ.mean:.4g} ± {summ.ci95:.2g} ({100 * (summ.mean / law_m[k] - 1):+.2f} %)")
-        rows.append(f"| $m_{k + 1}$ | {law_m[k]:.4g} | {' | '.join(cells)} | ±{100 * tol[k]:.1f} % |")
-    return "\n".join(rows), errors, tol
+        for j in range(1, k + 1):
+            d = sweep.difference(name, j)
+            cell = f"{100 * d.mean:+.2f} ± {100 * d.ci95:.2f}"
+            if j == 1 and predicted is not None and name in predicted:
+                cell += f" ({100 * math.log1p(predicted[name]):+.2f})"
+            cells.append(cell)
+        for fit in sweep.fits[name]:
+            cells.append("—" if fit is None else f"{fit.slope:+.2f} ± {fit.ci95:.2f}")
+        lines.append(f"| {name.replace('_', ' ')} | {a} / {b} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_moment_rates(axes, sweep: MomentSweep, predicted_slope: float = -1.0, guide_slope: float | None = -0.5):
+    """One log-log panel per moment (``axes[j - 1]`` for ``m_j``): ``|log-ratio|`` of every step against ``n``.
+
+    Small dots: the seeds; markers: their mean; solid lines: the fits of
+    :class:`MomentSweep`; black lines: the ``predicted_slope`` (dashed) and
+    ``guide_slope`` (dotted, e.g. Table 1's ``n^{-1/2}``), drawn from the
+    largest mean at the smallest ``n``. One legend for all panels, below them
+    (the figure needs ``layout="constrained"``). Returns ``axes``.
+    """
+    from .plotting import COLORS, label_ns
+
+    ns = np.asarray(sweep.ns, dtype=float)
+    grid = np.geomspace(ns[0], ns[-1], 20)
+    for j, ax in enumerate(axes[: sweep.k]):
+        top = 0.0
+        for c, (name, _, _) in enumerate(sweep.steps):
+            size = np.abs(sweep.differences[name][:, :, j])
+            mean, color = size.mean(axis=1), COLORS[c % len(COLORS)]
+            top = max(top, mean[0])
+            ax.plot(np.repeat(ns, size.shape[1]), size.ravel(), ".", ms=3, alpha=0.35, color=color)
+            ax.plot(ns, mean, "o", ms=5, color=color, label=name.replace("_", " "))
+            if sweep.fits[name][j] is not None:
+                ax.plot(grid, sweep.fits[name][j](grid), color=color, lw=1.1)
+        for slope, style in ((predicted_slope, "--"), (guide_slope, ":")):
+            if slope is not None:
+                ax.plot(
+                    grid, 2 * top * (grid / ns[0]) ** slope, color="black", ls=style, lw=1.0, label=f"slope ${slope:g}$"
+                )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        label_ns(ax, sweep.ns)
+        ax.set_title(f"$m_{j + 1}$")
+        ax.set_ylabel("|log-ratio|")
+    for ax in axes[-2:]:
+        ax.set_xlabel("context length $n$")
+    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8)
+    return axes
+
+
+# --- the limit-law chapter's moment checks: the finite-size bias of m_1 and the rate over n ---
+
+
+def mean_shift_remainder(n: int, d_k: int, beta: float = 1.0) -> float:
+    """The size of the orders that :func:`gelib.spectra.mean_shift` neglects, written out.
+
+    ``mean_shift(n, d_k, beta) = a_K / d_K + a_n / n`` with ``a_K = e^{beta^2} beta^4 / e_1``
+    and ``a_n = e^{beta^2} (3 e_1 - 2 e_2) / e_1`` (``e_k = e^{k beta^2} - 1``); the
+    neglected orders are ``O(d_K^-2 + n^-2 + (n d_K)^-1)``. We take them as the square of
+    the first order with its signs dropped,
+    ``(|a_K| / d_K + |a_n| / n)^2 = a_K^2 / d_K^2 + a_n^2 / n^2 + 2 |a_K a_n| / (n d_K)``:
+    every term of the next order, with coefficients of the size of the first order's.
+    An estimate of the size of the remainder, not a bound.
+    """
+    e1, e2 = math.expm1(beta**2), math.expm1(2 * beta**2)
+    a_k, a_n = math.exp(beta**2) * beta**4 / e1, math.exp(beta**2) * (3 * e1 - 2 * e2) / e1
+    return (abs(a_k) / d_k + abs(a_n) / n) ** 2
+
+
+def first_moment_bias(model: str, cfg: AttentionConfig) -> tuple[float, float] | None:
+    """The predicted relative bias ``E m_1 / m_1(law) - 1`` of ``model``'s first moment at the
+    layer ``cfg`` (untied), and the allowance for its neglected orders; ``None`` where there is none.
+
+    * ``"yg"``: ``(0, 0)``, exactly, at every size. Given ``K, V, W^O`` the rows of ``Y^G``
+      are ``N(0, Sigma)``, so ``E m_1 = E tr(Y^G Y^{G T}) / n^2 = E tr(Sigma) / n``. Averaging
+      over ``W^O`` (i.i.d. ``N(0, 1/(h d_V))``) gives ``E tr Sigma = d_O / (h d_V) sum_r E tr M_r``,
+      over ``V`` (i.i.d. ``N(0, 1)``, independent of ``K``) ``E tr M_r = (d_V / n) E tr T``,
+      and ``E tr T = n (beta^2 + alpha^2) = n (e^{beta^2} - 1)``: ``E m_1 = (e^{beta^2} - 1) d_O / n``,
+      the law's first moment.
+    * ``"mha"``: :func:`gelib.spectra.mean_shift` and :func:`mean_shift_remainder`.
+    """
+    if cfg.tie_kv:
+        raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
+    if model == "yg":
+        return 0.0, 0.0
+    if model == "mha":
+        return mean_shift(cfg.n, cfg.d_k, cfg.beta), mean_shift_remainder(cfg.n, cfg.d_k, cfg.beta)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class MomentCheck:
+    """The ``k``-th moment of one model's spectra against the limit law over a sweep of ``n``
+    (:func:`moment_checks`).
+
+    ``errors``: the relative errors ``m_k^emp / m_k - 1``, shape ``(len(ns), seeds)``;
+    ``bias`` and ``allowance``: the predicted mean error at every size and the allowance
+    for its neglected orders, shape ``(len(ns),)``, ``None`` where there is no prediction;
+    ``rate``: the exponent ``p`` of ``|error| = O(n^-p)``; ``exact``: whether ``-p`` is the
+    predicted slope (else an upper bound on it); ``fit``: the power law of ``|errors|``
+    against ``n``, pooled over seeds (independent draws at every size), ``None`` for one size.
+    """
+
+    model: str
+    k: int
+    ns: tuple[int, ...]
+    errors: np.ndarray
+    bias: np.ndarray | None
+    allowance: np.ndarray | None
+    rate: float
+    exact: bool
+    fit: PowerFit | None
+
+    def at(self, n: int | None = None) -> Summary:
+        """The relative error at ``n`` (default: the largest): mean and 95 % half-width over seeds."""
+        return summarize(self.errors[self.ns.index(n or self.ns[-1])])
+
+    @property
+    def decided(self) -> bool:
+        """Whether the sweep shows that the error vanishes: the slope's 95 % interval lies below 0."""
+        return self.fit is not None and self.fit.slope + self.fit.ci95 < 0
+
+    def failures(self) -> list[str]:
+        """The checks that fail (empty if none), with ``ci`` a 95 % half-width over seeds:
+
+        * *bias* (where predicted), at every size: ``|mean - bias| <= 2 ci + allowance``;
+        * *decay*: ``|mean| <= 2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p`` at the largest ``n``,
+          from the smallest ``n_0``: the error shrinks at least at the predicted rate;
+        * *rate* (two sizes or more): ``|slope + p| <= 2 ci95`` if ``exact``, else
+          ``slope <= -p + 2 ci95``.
+        """
+        out, name = [], f"{self.model} m_{self.k}"
+        for i, n in enumerate(self.ns):
+            s = self.at(n)
+            if self.bias is not None and abs(s.mean - self.bias[i]) > 2 * s.ci95 + self.allowance[i]:
+                out.append(f"{name} at n = {n}: {s.mean:+.4f} ± {s.ci95:.4f}, predicted {self.bias[i]:+.4f}")
+        lo, hi = self.at(self.ns[0]), self.at()
+        bound = 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (self.ns[0] / self.ns[-1]) ** self.rate
+        if abs(hi.mean) > bound:
+            out.append(f"{name}: |{hi.mean:.4f}| at n = {self.ns[-1]} > {bound:.4f} allowed from n = {self.ns[0]}")
+        if self.fit is not None:
+            off = abs(self.fit.slope + self.rate) if self.exact else self.fit.slope + self.rate
+            if off > 2 * self.fit.ci95:
+                out.append(f"{name}: slope {self.fit.slope:.2f} ± {self.fit.ci95:.2f}, predicted -{self.rate:g}")
+        return out
+
+
+def moment_checks(
+    spectra: Mapping[int, Mapping[str, ArrayLike]],
+    law_moments: ArrayLike,
+    cfg: AttentionConfig,
+    rates: Mapping[str, tuple[float, bool]],
+) -> list[MomentCheck]:
+    """The first moments of simulated spectra against the exact moments of their limit law over ``n``.
+
+    Parameters
+    ----------
+    spectra
+        ``{n: {model: eigenvalues (seeds, n)}}`` in increasing ``n``, every ``(n, seed)``
+        an independent draw of the layer ``cfg.at_length(n)`` (all with the same law).
+    law_moments
+        The law's moments ``m_1 .. m_K``, shape ``(K,)`` (:meth:`gelib.freeprob.Law.moments`).
+    cfg
+        The layer (at any ``n``), for the predicted bias of ``m_1`` (:func:`first_moment_bias`).
+    rates
+        ``{model: (p, exact)}``: ``|error| = O(n^-p)``, with ``-p`` the predicted slope
+        (``exact``) or an upper bound on it; one check per model in this order.
+
+    Returns
+    -------
+    list[MomentCheck]
+        Model by model, ``m_1 .. m_K``.
+    """
+    ns = tuple(int(n) for n in spectra)
+    if list(ns) != sorted(set(ns)):
+        raise ValueError(f"the sizes must increase, got {ns}")
+    law_m = np.asarray(law_moments, dtype=float)
+    out = []
+    for model, (rate, exact) in rates.items():
+        errors = np.stack([empirical_moments(spectra[n][model], law_m.size) / law_m - 1 for n in ns])
+        for k in range(1, law_m.size + 1):
+            pred = [first_moment_bias(model, cfg.at_length(n)) for n in ns] if k == 1 else [None]
+            bias, allowance = (None, None) if pred[0] is None else np.array(pred, dtype=float).T
+            size = np.abs(errors[:, :, k - 1])
+            fit = fit_power_law(ns, size) if len(ns) > 1 and np.all(size > 0) else None
+            out.append(MomentCheck(model, k, ns, errors[:, :, k - 1], bias, allowance, rate, exact, fit))
+    return out
+
+
+def moment_checks_markdown(checks: list[MomentCheck], labels: Mapping[str, str] | None = None) -> str:
+    """The checks as a Markdown table, one row per model and moment: the relative error at the
+    smallest and the largest ``n`` (per cent, mean ± 95 % over seeds), the predicted bias of
+    ``m_1`` ± its allowance, the fitted slope of ``|error|`` against ``n`` ± 95 % and the predicted one."""
+    labels = {"yg": "$Y^G$", "mha": "MHA"} if labels is None else labels
+    n0, n1 = checks[0].ns[0], checks[0].ns[-1]
+    lines = [
+        f"| model | moment | error at $n$ = {n0} (%) | error at $n$ = {n1} (%) "
+        "| predicted (%) | slope | predicted slope |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in checks:
+        lo, hi = c.at(n0), c.at()
+        pred = "—" if c.bias is None else f"{100 * c.bias[-1]:+.2f} ± {100 * c.allowance[-1]:.2f}"
+        slope = "—" if c.fit is None else f"{c.fit.slope:+.2f} ± {c.fit.ci95:.2f}"
+        lines.append(
+            f"| {labels.get(c.model, c.model)} | $m_{c.k}$ | {100 * lo.mean:+.2f} ± {100 * lo.ci95:.2f} "
+            f"| {100 * hi.mean:+.2f} ± {100 * hi.ci95:.2f} | {pred} | {slope} | {'' if c.exact else '≤ '}-{c.rate:g} |"
+        )
+    return "\n".join(lines)

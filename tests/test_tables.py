@@ -20,7 +20,6 @@ from gelib.tables import (
     level_w1_table,
     markdown_table,
     mean_shifts,
-    moment_table,
     row_seeds,
     shrink,
     table_row,
@@ -200,30 +199,6 @@ def test_empirical_moments_against_a_loop():
     assert got.shape == (4, 3)
 
 
-def test_moment_table_errors_tolerances_and_format():
-    # every seed's spectrum is a constant c_s: its moments are c_s^k exactly
-    c = np.array([1.0, 1.2, 0.9])
-    spectra = {"yg": np.repeat(c[:, None], 64, 1), "mha": np.repeat(2 * c[:, None], 64, 1)}
-    law_m = np.array([1.0, 1.1, 1.3, 1.6])
-    table, errors, tol = moment_table(spectra, law_m, 64, 2.5)
-    for m, f in (("yg", 1.0), ("mha", 2.0)):
-        want = np.array([np.mean((f * c) ** k) / law_m[k - 1] - 1 for k in (1, 2, 3, 4)])
-        np.testing.assert_allclose(errors[m], want, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(tol, 2.5 * np.arange(1, 5) ** 1.5 / 8, rtol=1e-15)
-    lines = table.splitlines()
-    assert len(lines) == 2 + 4 and all(line.count("|") == 6 for line in lines)
-    assert lines[0] == "| moment | limit law | $Y^G$ (mean ± 95 % CI) | MHA (mean ± 95 % CI) | tolerance |"
-    cells = [x.strip() for x in lines[2].split("|")[1:-1]]
-    mean, ci = summarize(c).mean, summarize(c).ci95
-    assert cells[:3] == ["$m_1$", "1", f"{mean:.4g} ± {ci:.2g} ({100 * (mean - 1):+.2f} %)"]
-    assert cells[-1] == f"±{100 * 2.5 / 8:.1f} %"
-    one, errors, _ = moment_table(spectra, law_m[:2], 64, 1.0, labels={"mha": "softmax"})
-    assert list(errors) == ["mha"] and one.splitlines()[0].count("|") == 5 and "softmax" in one
-
-
-# --- the first-moment budget ---
-
-
 def test_shift_budget_measures_each_step_and_the_total():
     """Spectra that are exact rescalings of one another: each step measures its factor."""
     from gelib.shifts import STEPS, step_shifts
@@ -264,3 +239,205 @@ def test_step_shift_one_step_one_seed_and_bad_names():
     assert "denominator: measured -10.00" in str(one) and f"predicted {row.predicted:+.2f} %" in str(one)
     with pytest.raises(ValueError, match="unknown step 'softmax'"):
         step_shift("softmax", ev, ev, cfg)
+
+
+# --- every step preserves the moments: the moment sweep ---
+
+
+def _spd_spectra(rng, seeds, n):
+    """Eigenvalues (ascending) and the matrices of ``seeds`` random ``n x n`` Wishart matrices."""
+    x = rng.standard_normal((seeds, n, n + 3))
+    mats = x @ np.swapaxes(x, 1, 2) / (n + 3)
+    return np.linalg.eigvalsh(mats), mats
+
+
+def test_chain_moments_against_traces_of_matrix_powers():
+    """m_j of each seed is tr(M^j) / n of its matrix; the log-ratio of a step, the log of the traces' ratio."""
+    from gelib.tables import chain_moments
+
+    rng = np.random.default_rng(11)
+    ns, seeds, steps = (7, 13), 5, (("one", "a", "b"), ("two", "b", "c"))
+    spectra, mats = {}, {}
+    for n in ns:
+        spectra[n], mats[n] = {}, {}
+        for m in "abc":
+            spectra[n][m], mats[n][m] = _spd_spectra(rng, seeds, n)
+    sweep = chain_moments(spectra, k=4, steps=steps)
+    assert sweep.ns == ns and sweep.k == 4 and sweep.moments["a"].shape == (2, seeds, 4)
+    for i, n in enumerate(ns):
+        for m in "abc":
+            traces = np.array([[np.trace(np.linalg.matrix_power(x, j)) / n for j in (1, 2, 3, 4)] for x in mats[n][m]])
+            np.testing.assert_allclose(sweep.moments[m][i], traces, rtol=1e-10)
+        np.testing.assert_allclose(
+            sweep.differences["one"][i], np.log(sweep.moments["a"][i] / sweep.moments["b"][i]), rtol=1e-12
+        )
+    s = sweep.moment("c", 3)  # the largest n by default
+    assert s.count == seeds and s.mean == pytest.approx(sweep.moments["c"][1, :, 2].mean())
+    assert sweep.moment("c", 3, n=7).mean == pytest.approx(sweep.moments["c"][0, :, 2].mean())
+
+
+def test_chain_moments_identical_models_and_a_known_rate():
+    """Identical models: every difference is exactly zero (no fit). b = a exp(c / n): the log-ratio
+    of m_j is exactly -j c / n, so the fitted slope of its absolute value is -1 with a zero interval."""
+    from gelib.tables import chain_moments, moment_steps_markdown
+
+    rng = np.random.default_rng(12)
+    ns, c = (16, 32, 64, 128), 3.0
+    spectra = {}
+    for n in ns:
+        a = np.sort(rng.exponential(size=(4, n)), axis=1)
+        spectra[n] = {"a": a, "same": a.copy(), "b": a * np.exp(c / n)}
+    sweep = chain_moments(spectra, k=3, steps=(("zero", "a", "same"), ("rate", "a", "b")))
+    assert np.all(sweep.differences["zero"] == 0) and sweep.fits["zero"] == (None, None, None)
+    for j in (1, 2, 3):
+        exact = np.broadcast_to(-j * c / np.array(ns)[:, None], (len(ns), 4))
+        np.testing.assert_allclose(sweep.differences["rate"][..., j - 1], exact, rtol=1e-10)
+        fit = sweep.fits["rate"][j - 1]
+        assert fit.slope == pytest.approx(-1, abs=1e-9) and fit.ci95 == pytest.approx(0, abs=1e-6)
+        assert fit.prefactor == pytest.approx(j * c, rel=1e-9)
+    table = moment_steps_markdown(sweep, {"rate": math.expm1(-c / 128)}).splitlines()
+    assert len(table) == 4 and "$m_1$ at $n$ = 128 (%)" in table[0]
+    assert "| zero | a / same | +0.00 ± 0.00 |" in table[2] and table[2].endswith("| — | — | — |")
+    assert f"{-100 * c / 128:+.2f} ± 0.00 ({-100 * c / 128:+.2f})" in table[3] and "-1.00 ± 0.00" in table[3]
+    with pytest.raises(ValueError, match="must increase"):
+        chain_moments({32: spectra[32], 16: spectra[16]}, k=2, steps=(("rate", "a", "b"),))
+
+
+def test_moment_sweep_draws_and_the_covariance_step_closed_form():
+    """Each n is model_spectra on the stream (key, n); known spectra replace a draw; the first moment
+    of Y^G[Sigma_f] over Y^G[Sigma_G] is sigma_mean_ratio, within the seed interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import gelib.keys
+    from gelib.models import sigma_mean_ratio
+    from gelib.spectra import model_spectra
+    from gelib.tables import moment_sweep, plot_moment_rates
+
+    cfg = AttentionConfig(n=48, d=64, h=3, d_k=24, d_v=20, d_o=56)
+    steps, seeds, key = (("covariance", "yg_sigma_f", "yg_sigma_g"),), 12, gelib.keys.stream(0, "moment-test")
+    known = {24: {m: np.full((seeds, 24), f) for m, f in (("yg_sigma_f", 2.0), ("yg_sigma_g", 1.0))}}
+    sweep = moment_sweep(key, cfg, (24, 48), seeds, k=2, steps=steps, known=known)
+    np.testing.assert_allclose(sweep.differences["covariance"][0], np.broadcast_to(np.log([2.0, 4.0]), (seeds, 2)))
+    direct = model_spectra(gelib.keys.stream(key, 48), cfg, ("yg_sigma_f", "yg_sigma_g"), seeds, progress=False)
+    np.testing.assert_allclose(sweep.moments["yg_sigma_g"][1, :, 0], direct["yg_sigma_g"].mean(axis=1), rtol=1e-12)
+    ratio = summarize(np.exp(sweep.differences["covariance"][1, :, 0]))
+    assert ratio.mean > 1.1  # a shift of order 1 / d_K, well outside the seed interval
+    assert abs(ratio.mean - sigma_mean_ratio(cfg.d_k, cfg.beta)) < 2 * ratio.ci95, ratio
+    with pytest.raises(ValueError, match="must have shape"):
+        moment_sweep(key, cfg, (24,), seeds + 1, steps=steps, known=known)
+    fig, axes = plt.subplots(1, 2, layout="constrained")
+    plot_moment_rates(axes, sweep)
+    assert axes[0].get_title() == "$m_1$" and axes[1].get_xscale() == "log" and len(fig.legends) == 1
+    plt.close(fig)
+
+
+def test_moment_sweep_failures_allowance_and_slopes():
+    """A difference ~ 1/n passes both checks; one that stays put fails both; the allowance is the
+    budget's factor at the smallest n spread over the sweep; slopes() names every fit."""
+    from gelib.tables import chain_moments
+
+    cfg = PRESETS["bert-base"].config().at_length(256)
+    rng = np.random.default_rng(13)
+    ns, spectra = (64, 128, 256), {}
+    for n in ns:
+        a = np.sort(rng.exponential(size=(5, n)), axis=1)
+        noise = 1 + 0.01 * rng.standard_normal((5, 1))
+        spectra[n] = {"a": a, "b": a * np.exp(4.0 / n) * noise ** (1 / n), "c": a * 1.3 * noise}
+    sweep = chain_moments(spectra, k=2, steps=(("good", "a", "b"), ("stuck", "a", "c")), cfg=cfg)
+    assert sweep.cfg == cfg and sweep.cfg.at_length(64).d_k == 8
+    assert sweep.allowance == pytest.approx(math.log1p(8 * (1 / 8 + 1 / 64)) / math.log(4))
+    fails = sweep.failures()
+    assert fails and all(f.startswith("stuck") for f in fails)
+    assert any("slope" in f for f in fails) and any("allowed from n = 64" in f for f in fails)
+    assert any(f.startswith("good m_1: slope") for f in sweep.failures(predicted_slope=0, allowance=0.5))
+    slopes = sweep.slopes()
+    assert set(slopes) == {f"slope_{s}_{j}{x}" for s in ("good", "stuck") for j in (1, 2) for x in ("", "_ci")}
+    assert slopes["slope_good_1"] == pytest.approx(-1, abs=0.05)
+    with pytest.raises(ValueError, match="needs the layer"):
+        _ = chain_moments(spectra, k=1, steps=(("good", "a", "b"),)).allowance
+
+
+def test_mean_shift_remainder_is_the_square_of_the_first_order_terms():
+    """The two first-order coefficients read off mean_shift itself (one width at a time sent to
+    infinity), squared with their signs dropped; about 1.58 / d_K and -12.1 / n at beta = 1."""
+    from gelib.tables import mean_shift_remainder
+
+    for beta in (0.7, 1.0, 1.3):
+        big = 10**12
+        a_k, a_n = mean_shift(big, 1, beta), mean_shift(1, big, beta)
+        for n, d_k in ((256, 32), (1000, 7)):
+            want = (abs(a_k) / d_k + abs(a_n) / n) ** 2
+            assert mean_shift_remainder(n, d_k, beta) == pytest.approx(want, rel=1e-9)
+    assert mean_shift(10**12, 1) == pytest.approx(1.58, abs=0.01)
+    assert mean_shift(1, 10**12) == pytest.approx(-12.1, abs=0.1)
+
+
+def test_first_moment_bias_of_yg_is_zero_against_monte_carlo():
+    """Y^G's mean first moment equals the law's at a small size: the mean of m_1 over many draws of
+    gelib's Y^G (no closed form used) is within 4 standard errors of (e^{beta^2} - 1) d_O / n;
+    the softmax layer gets mean_shift; tied layers are refused; other models have no prediction."""
+    import jax
+
+    from gelib.spectra import model_spectra
+    from gelib.tables import first_moment_bias, mean_shift_remainder
+
+    cfg = AttentionConfig(n=12, d=20, h=2, d_k=5, d_v=3, d_o=20, beta=1.1)
+    assert first_moment_bias("yg", cfg) == (0.0, 0.0)
+    m1 = model_spectra(jax.random.key(5), cfg, ("yg",), 600, progress=False)["yg"].mean(axis=1)
+    law = math.expm1(cfg.beta**2) * cfg.d_o / cfg.n
+    assert abs(m1.mean() - law) <= 4 * m1.std(ddof=1) / math.sqrt(m1.size), (m1.mean(), law)
+    assert first_moment_bias("mha", cfg) == (mean_shift(12, 5, 1.1), mean_shift_remainder(12, 5, 1.1))
+    assert first_moment_bias("yf", cfg) is None
+    with pytest.raises(ValueError, match="untied"):
+        first_moment_bias("yg", cfg.replace(d_v=5, tie_kv=True))
+
+
+def _uniform_spectra(rng, ns, seeds, drift, scale=1.0):
+    """Midpoint quantiles of U(0, 1) (moments 1/(k+1), discretisation error O(n^-2)), every seed
+    scaled by scale * exp((drift + 0.3 xi) / n): relative errors ~ k (drift + 0.3 xi) / n when scale = 1."""
+    out = {}
+    for n in ns:
+        base = (np.arange(n) + 0.5) / n
+        out[n] = np.exp((drift + 0.3 * rng.standard_normal((seeds, 1))) / n) * scale * base[None, :]
+    return out
+
+
+def test_moment_checks_errors_fits_and_failures():
+    from gelib.rates import fit_power_law
+    from gelib.tables import moment_checks, moment_checks_markdown
+
+    rng = np.random.default_rng(17)
+    ns, seeds = (64, 128, 256, 512), 5
+    cfg = AttentionConfig(n=512, d=512, h=4, d_k=64, d_o=512)
+    good, biased, stuck = (_uniform_spectra(rng, ns, seeds, d, s) for d, s in ((0.0, 1.0), (6.0, 1.0), (0.0, 1.3)))
+    spectra = {n: {"a": good[n], "yg": biased[n], "c": stuck[n], "mha": good[n]} for n in ns}
+    law_m = 1 / np.arange(2, 5)
+    rates = {"a": (1.0, True), "yg": (1.0, True), "c": (0.5, False), "mha": (0.5, False)}
+    checks = moment_checks(spectra, law_m, cfg, rates)
+    assert [(c.model, c.k) for c in checks] == [(m, k) for m in rates for k in (1, 2, 3)]
+    by = {(c.model, c.k): c for c in checks}
+    # errors and fits against a direct computation
+    direct = np.array([[np.mean(good[n][s] ** 2) * 3 - 1 for s in range(seeds)] for n in ns])
+    np.testing.assert_allclose(by["a", 2].errors, direct, rtol=1e-12, atol=1e-15)
+    assert by["a", 2].fit.slope == pytest.approx(fit_power_law(ns, np.abs(direct)).slope, rel=1e-12)
+    fit = by["a", 2].fit
+    assert abs(fit.slope + 1) <= 2 * fit.ci95 and fit.slope + fit.ci95 < 0 and by["a", 2].decided
+    # predictions of m_1 only, at every n: Y^G's is 0, the softmax layer's mean_shift
+    assert by["yg", 2].bias is None and np.all(by["yg", 1].bias == 0) and by["a", 1].bias is None
+    np.testing.assert_allclose(by["mha", 1].bias, [mean_shift(n, n // 8) for n in ns], rtol=1e-12)
+    # a model at the predicted rate passes; a biased Y^G fails the bias check only; a stuck one fails
+    # the decay and the rate
+    assert all(not by["a", k].failures() for k in (1, 2, 3))
+    fails = by["yg", 1].failures()
+    assert fails and all("predicted +0.0000" in f for f in fails) and not by["yg", 2].failures()
+    stuck_fails = by["c", 3].failures()
+    assert any("allowed from n = 64" in f for f in stuck_fails) and any("slope" in f for f in stuck_fails)
+    assert not by["c", 3].decided
+    table = moment_checks_markdown(checks, labels={"a": "A"})
+    assert table.count("\n") == 1 + len(checks) and "error at $n$ = 512" in table and "| A | $m_2$ |" in table
+    assert "≤ -0.5" in table and "| -1 |" in table
+    with pytest.raises(ValueError, match="increase"):
+        moment_checks({128: spectra[128], 64: spectra[64]}, law_m, cfg, rates)
