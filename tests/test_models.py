@@ -294,3 +294,65 @@ def test_denominator_norms_fall_back_to_the_svd_when_lanczos_has_not_converged(m
     for r in range(cfg.h):
         mid, _ = _numpy_denominator_head(np.asarray(draw.q[r]), np.asarray(draw.k[r]), cfg.beta)
         np.testing.assert_allclose(t["op_norm"][r], np.linalg.norm(mid, 2), rtol=1e-12)
+
+
+def _brute_form_moments(k, beta):
+    """``E[f_j f_l f_m f_p]`` and ``E[f_j f_l]`` for ``f = e - M``: inclusion-exclusion, one Gaussian integral each."""
+    import itertools
+
+    n, d = k.shape
+    u, gamma = beta * k / math.sqrt(d), beta**2 / d
+
+    def moment(idx, p):  # E[prod_i e_{idx_i} M^p] = E exp(c.q + p gamma |q|^2 / 2) e^{-(r + p) beta^2 / 2}
+        c = u[list(idx)].sum(0) if idx else np.zeros(d)
+        return math.exp(-(len(idx) + p) * beta**2 / 2 + c @ c / (2 * (1 - p * gamma))) * (1 - p * gamma) ** (-d / 2)
+
+    def centred(js):
+        subsets = (s for r in range(len(js) + 1) for s in itertools.combinations(range(len(js)), r))
+        return sum((-1) ** len(s) * moment([j for i, j in enumerate(js) if i not in s], len(s)) for s in subsets)
+
+    t4 = np.array([centred(js) for js in itertools.product(range(n), repeat=4)]).reshape((n,) * 4)
+    t2 = np.array([centred(js) for js in itertools.product(range(n), repeat=2)]).reshape(n, n)
+    return t4, t2
+
+
+def _test_matrices(v, z=0.7):
+    """``V V^T / d_v`` and the resolvent ``(V V^T / d_v + z I)^{-1}``."""
+    b = v @ v.T / v.shape[1]
+    return {"vvt": b, "resolvent": np.linalg.inv(b + z * np.eye(len(b)))}
+
+
+def test_form_variance_against_the_brute_force_sum():
+    n, d_k, d_v, beta = 6, 3, 4, 0.8  # 4 beta^2 / d_k < 1: fourth moments finite
+    k = np.asarray(jax.random.normal(jax.random.key(31), (n, d_k)))
+    v = np.asarray(jax.random.normal(jax.random.key(32), (n, d_v)))
+    t4, t2 = _brute_form_moments(k, beta)
+    np.testing.assert_allclose(t2, M.kernel_f(jnp.asarray(k), beta), rtol=1e-12)
+    for name, b in _test_matrices(v).items():
+        mean = np.sum(b * t2) / n
+        var = np.einsum("jl,mp,jlmp->", b, b, t4) / n**2 - mean**2
+        for chunk in (1, 4, 8):  # padding of the last chunk
+            got = M.form_variance(jnp.asarray(k), jnp.asarray(b), beta, chunk=chunk)
+            np.testing.assert_allclose(got, (mean, var), rtol=1e-10, err_msg=name)
+    # the average over V: E[B_jl B_mp] = d_jl d_mp + (d_jm d_lp + d_jp d_lm) / d_v
+    eye = np.eye(n)
+    pair = lambda spec: np.einsum(spec, eye, eye)  # noqa: E731
+    ebb = pair("jl,mp->jlmp") + (pair("jm,lp->jlmp") + pair("jp,lm->jlmp")) / d_v
+    want = (np.sum(ebb * t4) - np.einsum("jl,mp,jlmp->", t2, t2, ebb)) / n**2
+    np.testing.assert_allclose(M.form_variance_wishart(jnp.asarray(k), beta, d_v), want, rtol=1e-10)
+    with pytest.raises(ConfigError, match="1/4"):
+        M.form_variance(jnp.asarray(k), jnp.asarray(eye), 0.9)
+
+
+def test_form_variance_against_monte_carlo_over_queries():
+    # beta^2 / d_k = 1/20: the eighth moments (the variance of the squared deviations) are finite and small
+    n, d_k, d_v, beta, samples = 7, 5, 3, 0.5, 400_000
+    k = jax.random.normal(jax.random.key(41), (n, d_k))
+    v = np.asarray(jax.random.normal(jax.random.key(42), (n, d_v)))
+    q = jax.random.normal(jax.random.key(43), (samples, d_k))
+    rows = np.asarray(M.f(q @ k.T / math.sqrt(d_k), beta) - M.row_mean(q, beta)[:, None])
+    for name, b in _test_matrices(v).items():
+        mean, var = (float(x) for x in M.form_variance(k, jnp.asarray(b), beta))
+        sq = (np.einsum("sj,jl,sl->s", rows, b, rows) / n - mean) ** 2  # E sq = var, with the exact mean
+        se = sq.std() / math.sqrt(samples)
+        assert abs(sq.mean() - var) < 5 * se, (name, sq.mean(), var, se)
