@@ -7,6 +7,7 @@ and labels) and return it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,10 +22,11 @@ from .config import AttentionConfig
 from .freeprob import Law
 from .law import Chain, chain
 from .rates import PowerFit, fit_power_law
-from .spectra import Summary, ks, rel_w1
+from .spectra import TW1_MEAN, TW1_STD, Summary, ks, rel_w1
 from .tables import LEVEL_TITLES
 
 __all__ = [
+    "edge_rates_figure",
     "use_style",
     "spectra_histograms",
     "log_histograms",
@@ -723,3 +725,24 @@ def law_figure(
     )
     fig.tight_layout()
     return fig
+
+
+def edge_rates_figure(axes, rates: dict, labels: dict[str, str] | None = None) -> None:
+    """Two panels of :func:`gelib.spectra.edge_rates`: the root-mean-square of ``(lambda_max - E) / E``
+    against ``n`` with the fits and the Tracy-Widom prediction ``sqrt(E TW_1^2) sigma_n / E``
+    (log-log), and the eigenvalues beyond ``E + margin sigma_n`` per seed."""
+    ax, bx = axes
+    for m, (stats, fit) in rates.items():
+        ns = [st.n for st in stats]
+        label = (labels or {}).get(m, m)
+        ax.loglog(ns, [np.sqrt(np.mean(st.deviation**2)) for st in stats], "o", label=label)
+        ax.loglog(ns, fit(ns), "-", color=ax.lines[-1].get_color(), label=f"slope {fit.slope:.2f} ± {fit.ci95:.2f}")
+        bx.plot(ns, [st.beyond.mean() for st in stats], "o-", label=label)
+    tw = math.hypot(TW1_MEAN, TW1_STD)  # sqrt(E TW_1^2)
+    ax.loglog(ns, [tw * st.scale / st.edge for st in stats], "k--", label="Tracy-Widom, $n^{-2/3}$")
+    ax.set(xlabel="n", ylabel=r"rms of $(\lambda_{max} - E)/E$")
+    bx.set(xscale="log", xlabel="n", ylabel=rf"eigenvalues beyond $E + {stats[0].margin:g}\sigma_n$, per seed")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))  # below: the data fill the panel
+    bx.legend(fontsize=8)
+    label_ns(ax, ns)
+    label_ns(bx, ns)

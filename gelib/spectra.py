@@ -31,6 +31,13 @@ Distances between two spectra with the same number ``n`` of eigenvalues:
 the reference, the Gaussian equivalent in the paper's Table 2) and
 ``KS = sup_x |F_a(x) - F_b(x)|``. Over seeds we report the mean and the
 half-width of the 95 % Student-t confidence interval.
+
+Edges and outliers: :func:`edge_statistics` sets the largest eigenvalue of each
+spectrum against the right edge ``E`` of a limit law, in units of the
+Tracy-Widom scale ``sigma_n ~ n^{-2/3}`` that the law's square-root edge
+implies (:func:`edge_scale`), and counts the eigenvalues beyond
+``E + margin sigma_n``; :func:`edge_rate` fits the power of ``n`` at which the
+largest eigenvalue approaches the edge (``-2/3`` on the Tracy-Widom scale).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .models import check_models, head_outputs, kernel_f, output
+from .rates import PowerFit
 from .sampling import sample
 
 __all__ = [
@@ -69,6 +77,13 @@ __all__ = [
     "summarize",
     "Comparison",
     "compare",
+    "TW1_MEAN",
+    "TW1_STD",
+    "edge_scale",
+    "EdgeStatistics",
+    "edge_statistics",
+    "edge_rate",
+    "edge_rates",
 ]
 
 
@@ -460,3 +475,110 @@ def compare(
     spec = model_spectra(key, cfg, models, seeds, path, progress)
     a, b = spec[models[0]], spec[models[1]]
     return Comparison(cfg, models, spec, rel_w1(a, b), ks(a, b))
+
+
+# --- edges and outliers --------------------------------------------------------------
+
+#: Mean and standard deviation of the Tracy-Widom law ``TW_1`` (real symmetric
+#: matrices), the limit of ``(lambda_max - edge) / sigma_n`` at a square-root edge.
+TW1_MEAN, TW1_STD = -1.2065335745820, 1.2679830577
+
+
+def edge_scale(law, n: int, eps: float = 1e-5) -> tuple[float, float]:
+    """The right edge ``E`` of ``law`` and the Tracy-Widom scale ``sigma_n`` of the
+    largest of ``n`` eigenvalues there, ``(E, sigma_n)``.
+
+    At a square-root edge the density is ``rho(x) ~ sqrt(a (E - x)) / pi``; the
+    largest eigenvalue of an ``n x n`` matrix with that limit law fluctuates as
+    ``E + sigma_n TW`` with ``sigma_n = n^{-2/3} a^{-1/3}`` (for the semicircle,
+    ``a = 1``; for Marchenko-Pastur it is Johnstone's scale, against which the
+    tests check it). ``a`` is read off the law's density at ``E (1 - eps)``;
+    raises ``ValueError`` when the density at ``E (1 - 10 eps)`` disagrees by more
+    than 1 % (not a square-root edge). ``law`` is a :class:`gelib.freeprob.Law`.
+    """
+    edge = float(law.edges()[-1][1])
+    a, a_far = ((math.pi * float(law.density(edge * (1 - e)))) ** 2 / (edge * e) for e in (eps, 10 * eps))
+    if not abs(a_far / a - 1) <= 1e-2:
+        raise ValueError(f"the right edge {edge:.6g} is not a square-root edge (a = {a:.6g} and {a_far:.6g})")
+    return edge, n ** (-2 / 3) * a ** (-1 / 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class EdgeStatistics:
+    """The largest eigenvalues of ``seeds`` spectra against their law's right edge.
+
+    ``top`` (``(seeds,)``): the largest eigenvalue of each spectrum; ``beyond``
+    (``(seeds,)``): how many eigenvalues exceed ``edge + margin * scale``, the
+    outliers (``P(TW_1 > 4) < 10^-3``); ``scale`` is ``sigma_n`` of :func:`edge_scale`
+    for ``n`` eigenvalues.
+    """
+
+    n: int
+    edge: float
+    scale: float
+    margin: float
+    top: np.ndarray
+    beyond: np.ndarray
+
+    @property
+    def deviation(self) -> np.ndarray:
+        """``(lambda_max - E) / E`` per seed: ``O(n^{-2/3})`` when nothing leaves the bulk."""
+        return (self.top - self.edge) / self.edge
+
+    @property
+    def scaled(self) -> np.ndarray:
+        """``(lambda_max - E) / sigma_n`` per seed: ``TW_1``-distributed in the limit."""
+        return (self.top - self.edge) / self.scale
+
+
+def edge_statistics(eigenvalues: ArrayLike, law, margin: float = 4.0) -> EdgeStatistics:
+    """The :class:`EdgeStatistics` of spectra ``(seeds, n)`` (or ``(n,)``) against ``law``'s right edge."""
+    ev = np.atleast_2d(np.asarray(eigenvalues, dtype=np.float64))
+    edge, sigma = edge_scale(law, ev.shape[-1])
+    return EdgeStatistics(
+        ev.shape[-1], edge, sigma, margin, ev.max(axis=-1), np.sum(ev > edge + margin * sigma, axis=-1)
+    )
+
+
+def edge_rate(ns: ArrayLike, deviations) -> PowerFit:
+    """Power law ``r_n ~ C n^slope`` of the root-mean-square ``r_n = sqrt(mean_s d_s^2)`` of
+    the relative deviations ``d_s = (lambda_max - E) / E`` at each length ``n`` in ``ns``
+    (``deviations[i]``: the values of the seeds at ``ns[i]``; counts may differ).
+
+    ``-2/3`` when the largest eigenvalue fluctuates on the Tracy-Widom scale. A fit of
+    ``log |d_s|`` would weigh the draws that land near the edge by ``log 0``; the
+    root-mean-square has ``var(log r_n) = kappa / (4 S_n)`` (delta method, ``S_n`` seeds,
+    ``kappa = var(d^2) / (E d^2)^2``, 1.29 for ``TW_1``), with ``kappa`` pooled over the
+    lengths (the fluctuations have one shape at every ``n`` on that scale). Weighted least
+    squares of ``log r_n`` on ``log n``; ``ci95`` is the Student-t half-width with
+    ``sum S_n - len(ns)`` degrees of freedom.
+    """
+    x = np.log(np.asarray(ns, dtype=float))
+    d2 = [np.asarray(d, dtype=float) ** 2 for d in deviations]
+    seeds = np.array([v.size for v in d2])
+    if len(d2) != x.size or x.size < 2 or np.any(seeds < 2):
+        raise ValueError(f"need two or more lengths with two or more seeds each, got seeds {seeds.tolist()}")
+    m = np.array([v.mean() for v in d2])
+    kappa = np.sum([np.sum((v / mv - 1) ** 2) for v, mv in zip(d2, m)]) / (seeds.sum() - x.size)
+    w = 4 * seeds / kappa  # 1 / var(log r_n)
+    y = 0.5 * np.log(m)
+    xw = np.sum(w * x) / w.sum()
+    slope = float(np.sum(w * (x - xw) * y) / np.sum(w * (x - xw) ** 2))
+    prefactor = float(np.exp(np.sum(w * y) / w.sum() - slope * xw))
+    half = float(scipy.stats.t.ppf(0.975, seeds.sum() - x.size) / math.sqrt(np.sum(w * (x - xw) ** 2)))
+    return PowerFit(slope, prefactor, half)
+
+
+def edge_rates(at_n, law, margin: float = 4.0) -> dict[str, tuple[list[EdgeStatistics], PowerFit]]:
+    """:func:`edge_statistics` and :func:`edge_rate` of every model of a sweep over ``n``.
+
+    ``at_n`` maps each length ``n`` to ``{model: (seeds, n) eigenvalues}`` (as
+    :func:`model_spectra` returns), all with the limit law ``law``. Returns
+    ``{model: ([statistics at each n, in the order of at_n], fit)}``.
+    """
+    ns = list(at_n)
+    out = {}
+    for m in at_n[ns[0]]:
+        stats = [edge_statistics(at_n[n][m], law, margin) for n in ns]
+        out[m] = stats, edge_rate(ns, [st.deviation for st in stats])
+    return out
