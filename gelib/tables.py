@@ -52,6 +52,7 @@ from numpy.typing import ArrayLike
 from .config import AttentionConfig
 from .freeprob import Law, w1_to_law
 from .keys import stream
+from .models import sigma_mean_ratio
 from .presets import PRESETS, Preset
 from .rates import PowerFit, fit_power_law
 from .shifts import STEPS, step_shifts
@@ -66,6 +67,7 @@ __all__ = [
     "markdown_table",
     "HEADER",
     "BudgetRow",
+    "step_predictions",
     "step_shift",
     "shift_budget",
     "budget_markdown",
@@ -279,22 +281,40 @@ class BudgetRow:
         )
 
 
+def step_predictions(cfg: AttentionConfig) -> dict[str, tuple[float, float]]:
+    """Every step's predicted relative shift of the mean eigenvalue and its allowance, and the total's.
+
+    ``{step: (predicted, allowance)}`` for the steps of :data:`gelib.shifts.STEPS` and
+    ``"total"``, as fractions. The steps are :func:`gelib.shifts.step_shifts` at leading
+    order, with allowance ``8 (1/d_K + 1/n) |predicted|`` (the neglected orders are
+    smaller than the prediction by a factor ``O(1/d_K + 1/n)``), except the covariance
+    step, whose mean shift is known exactly in expectation: the ratio of the mean
+    diagonals of the two kernels, :func:`gelib.models.sigma_mean_ratio` ``- 1`` (both
+    ``Sigma``'s expected traces are ``d_O`` times their kernel's mean diagonal); its
+    allowance ``8 |predicted| / n`` is for the mean of per-seed ratios against the ratio
+    of means. The steps multiply: the total is ``prod(1 + predicted) - 1``, with the sum
+    of the steps' allowances.
+    """
+    lead = step_shifts(cfg.n, cfg.d_k, cfg.beta)
+    out = {step: (lead[step], 8 * (1 / cfg.d_k + 1 / cfg.n) * abs(lead[step])) for step, _, _ in STEPS}
+    cov = sigma_mean_ratio(cfg.d_k, cfg.beta) - 1
+    out["covariance"] = (cov, 8 * abs(cov) / cfg.n)
+    total = math.prod(1 + p for p, _ in out.values()) - 1
+    out["total"] = (total, sum(a for _, a in out.values()))
+    return out
+
+
 def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionConfig) -> BudgetRow:
     """One step of Table 1 (a name in :data:`gelib.shifts.STEPS`, or ``"total"`` for MHA
     against ``Y^G``): the measured relative shift ``mean(earlier) / mean(later) - 1`` per
-    seed (eigenvalues of shape ``(seeds, n)``) against its leading-order prediction,
-    :func:`gelib.shifts.step_shifts` (the total: :func:`gelib.spectra.mean_shift`, their
-    sum), at the layer ``cfg``.
-
-    The allowance is ``8 (1/d_K + 1/n) |predicted|``: the neglected orders are smaller
-    than the prediction by a factor ``O(1/d_K + 1/n)``.
+    seed (eigenvalues of shape ``(seeds, n)``) against its prediction and allowance,
+    :func:`step_predictions`, at the layer ``cfg``.
     """
     models = {name: (a, b) for name, a, b in (*STEPS, ("total", "mha", "yg"))}
     if step not in models:
         raise ValueError(f"unknown step {step!r}: one of {', '.join(models)}")
-    pred = mean_shift(cfg.n, cfg.d_k, cfg.beta) if step == "total" else step_shifts(cfg.n, cfg.d_k, cfg.beta)[step]
+    pred, allowance = step_predictions(cfg)[step]
     shift = np.asarray(earlier).mean(axis=-1) / np.asarray(later).mean(axis=-1) - 1
-    allowance = 8 * (1 / cfg.d_k + 1 / cfg.n) * abs(pred)
     return BudgetRow(step, *models[step], summarize(100 * np.atleast_1d(shift)), 100 * pred, 100 * allowance)
 
 

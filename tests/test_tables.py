@@ -201,6 +201,7 @@ def test_empirical_moments_against_a_loop():
 
 def test_shift_budget_measures_each_step_and_the_total():
     """Spectra that are exact rescalings of one another: each step measures its factor."""
+    from gelib.models import sigma_mean_ratio
     from gelib.shifts import STEPS, step_shifts
     from gelib.tables import budget_markdown, shift_budget
 
@@ -214,9 +215,15 @@ def test_shift_budget_measures_each_step_and_the_total():
         assert r.measured.mean == pytest.approx(100 * (factors[r.earlier] / factors[r.later] - 1), rel=1e-9)
         assert r.measured.ci95 == pytest.approx(0, abs=1e-9)
     pred = step_shifts(cfg.n, cfg.d_k)
-    assert rows[-1].predicted == pytest.approx(100 * sum(pred.values()), rel=1e-12)
-    assert rows[-1].predicted == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), rel=1e-12)
+    # leading order for every step but the covariance, whose shift is the exact ratio of the kernels' diagonals
+    cov = sigma_mean_ratio(cfg.d_k, 1.0) - 1
+    assert rows[3].step == "covariance" and rows[3].predicted == pytest.approx(100 * cov, rel=1e-12)
+    assert cov == pytest.approx(pred["covariance"], rel=8 / cfg.d_k)  # the leading order of the same
+    total = (1 + pred["denominator"]) * (1 + pred["centering"]) * (1 + cov) - 1  # the steps multiply
+    assert rows[-1].predicted == pytest.approx(100 * total, rel=1e-12)
+    assert rows[-1].predicted == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), abs=100 * 8 / cfg.d_k**2)
     assert rows[0].allowance == pytest.approx(100 * 8 * (1 / 32 + 1 / 256) * abs(pred["denominator"]))
+    assert rows[-1].allowance == pytest.approx(sum(r.allowance for r in rows[:-1]))
     assert rows[2].agrees is True  # 0 % measured, 0 % predicted for the Gaussian rows
     assert rows[4].agrees is False  # the same: a measured 1 % where 0 is predicted does not agree
     table = budget_markdown(rows).splitlines()
