@@ -244,9 +244,15 @@ def slow_book(book, seconds=0.6):
     return book
 
 
+def _default_sigint():
+    # A shell starts background jobs with SIGINT ignored, and a child inherits that: then Python
+    # installs no KeyboardInterrupt handler and the Ctrl-C below would be lost. A terminal's batch has it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def batch_cli(book, *args):
     cmd = [sys.executable, "-m", "gelib", "batch", "--root", str(book), "--scale", "ci", "--no-render", *args]
-    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
 
 
 def glued(run):
