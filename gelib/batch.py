@@ -73,6 +73,8 @@ __all__ = [
     "default_jobs",
     "execute_chapter",
     "run_batch",
+    "estimate",
+    "format_estimate",
     "prepare_mirror",
     "fill_missing_chapters",
     "render_book",

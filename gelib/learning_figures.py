@@ -55,7 +55,7 @@ OWN_LABEL = "dashed: GE at the markers' dimensions"
 def own_curve(ax: Axes, x: ArrayLike, y: ArrayLike, color: str, label: str | None = None) -> None:
     """The limit law at the markers' own dimensions: a thin dashed line in ``color``, gaps at infinite values.
 
-    ``label`` (e.g. :data:`OWN_LABEL`) goes to a grey legend entry of the same style, which
+    ``label`` (e.g. ``OWN_LABEL``) goes to a grey legend entry of the same style, which
     stands for the dashed curves of every colour.
     """
     y = np.asarray(y, dtype=float)

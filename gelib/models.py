@@ -789,7 +789,7 @@ def form_variance(k_g: jax.Array, b: jax.Array, beta: float, chunk: int = 8) -> 
     :func:`kernel_f`. The mean is ``tr(B kernel_f(K)) / n``. With
     ``f-ring = e - M 1``, ``y = e^T B e``, ``z = 1^T B e``, ``c = 1^T B 1``,
     ``(n Q)^2 = y^2 - 4 M y z + 2 c M^2 y + 4 M^2 z^2 - 4 c M^3 z + c^2 M^4``, and
-    every term is a sum of the Gaussian integrals of :func:`_moment_pieces`.
+    every term is a sum of the Gaussian integrals of ``_moment_pieces``.
     All but the first cost ``O(n^3)``. The first,
     ``E y^2 = e^{-2 beta^2} sum_{jl} B'_jl sum_{mp} B'_mp E_jm E_lm E_jp E_lp`` with
     ``B' = B o E o s s^T``, is a complete graph on four indices: ``O(n^4)``
@@ -837,7 +837,7 @@ def form_variance_wishart(k_g: jax.Array, beta: float, d_v: int) -> jax.Array:
     + delta_jp delta_lm) / d_v`` leaves
     ``[(1 + 2 / d_v) sum_{jm} E f_j^2 f_m^2 - (tr K_f)^2 - 2 tr(K_f^2) / d_v] / n^2``
     (``K_f`` = :func:`kernel_f`), and ``E f_j^2 f_m^2`` with ``f = e - M`` is nine
-    Gaussian integrals (:func:`_moment_pieces`). It is the expectation of the
+    Gaussian integrals (``_moment_pieces``). It is the expectation of the
     mean squared deviation ``(Q - tr(B K_f) / n)^2`` of a row over ``q`` and ``V``. A scalar.
     """
     _check_fourth_moments(k_g, beta)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 __all__ = ["REFERENCE_RUNS"]
 
-#: Measured batch runs: ``machine``, ``accelerator``, ``scale``, ``jobs``, ``commit``, ``date``, ``chapters``.
+#: The measured batch runs, each with ``machine``, ``accelerator``, ``scale``, ``jobs``, ``commit``,
+#: ``date`` and ``chapters``.
 REFERENCE_RUNS: tuple[dict, ...] = (
     {
         # gelib batch --scale paper --jobs 4 --no-render, XLA_PYTHON_CLIENT_MEM_FRACTION=0.22, stopped after

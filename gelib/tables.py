@@ -755,7 +755,7 @@ class MomentCheck:
 
     @property
     def decided(self) -> bool:
-        """Whether the sweep shows that the error vanishes: the slope's 95 % interval lies below 0."""
+        """Whether the sweep shows that the error vanishes (the slope's 95 % interval lies below 0)."""
         return self.fit is not None and self.fit.slope + self.fit.ci95 < 0
 
     def failures(self) -> list[str]:

@@ -6,8 +6,8 @@ Each oracle is a free multiplicative convolution of Marchenko-Pastur laws
 edge and density are computed here *without* the solver: exact moments by
 Lagrange inversion (integer or rational arithmetic), edges as roots of explicit
 polynomials, densities from an explicit parametrisation or from the roots of a
-cubic.  :meth:`Oracle.law` builds the same law with the solver's builders (a
-chain of compressions), and :func:`oracle_errors` measures the solver against
+cubic.  :meth:`gelib.freeprob.Oracle.law` builds the same law with the solver's builders (a
+chain of compressions), and :func:`gelib.freeprob.oracle_errors` measures the solver against
 the closed form.
 
 Derivation (conventions of :mod:`gelib.freeprob`: ``psi(z) = sum_k m_k z^k``,
