@@ -13,10 +13,9 @@ and its residual bound ``beta_k |y_k|``: some eigenvalue of ``m^T m`` lies
 within the residual of ``theta``, and ``theta`` never exceeds the largest one
 (Cauchy interlacing), so a residual below ``tol * theta`` pins the largest
 eigenvalue to relative accuracy ``tol`` unless the start vector is orthogonal
-to its eigenvector (probability zero for a Gaussian start vector; the start
-vector is drawn from the key passed in). :func:`top_singular_values` combines
-them and falls back to the exact SVD for any matrix whose residual is too
-large.
+to its eigenvector (probability zero for a Gaussian start vector).
+:func:`gelib.models.denominator_terms` combines them and falls back to exact
+SVDs when a residual is too large.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["lanczos", "top_ritz", "top_singular_values"]
+__all__ = ["lanczos", "top_ritz"]
 
 
 @functools.partial(jax.jit, static_argnames="steps")
@@ -74,22 +73,3 @@ def top_ritz(alpha: ArrayLike, beta: ArrayLike) -> tuple[np.ndarray, np.ndarray]
     t[..., k[:-1], k[1:]] = t[..., k[1:], k[:-1]] = beta[..., :-1]
     w, u = np.linalg.eigh(t)
     return w[..., -1], np.abs(beta[..., -1] * u[..., -1, -1])
-
-
-def top_singular_values(ms: jax.Array, key: jax.Array, steps: int = 48, rtol: float = 1e-10) -> np.ndarray:
-    """``||m||_op`` of each matrix of ``ms`` (``(batch, p, q)``), as a NumPy array ``(batch,)``.
-
-    Lanczos on ``m^T m`` from a Gaussian start vector drawn from ``key``
-    (``min(steps, q)`` steps); a matrix whose residual bound exceeds ``rtol``
-    times its Ritz value (a relative error of the norm above ``rtol / 2``) is
-    redone by a full SVD.
-    """
-    ms = jnp.asarray(ms)
-    steps = min(steps, ms.shape[-1])
-    start = jax.random.normal(key, ms.shape[-1:], ms.dtype)
-    alpha, beta = jax.vmap(lanczos, in_axes=(0, None, None))(ms, start, steps)
-    theta, resid = top_ritz(alpha, beta)
-    out = np.sqrt(np.maximum(theta, 0.0))
-    for i in np.flatnonzero(~(resid <= rtol * theta)):
-        out[i] = np.linalg.norm(np.asarray(ms[i], dtype=np.float64), 2)
-    return out
