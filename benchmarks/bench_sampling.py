@@ -92,16 +92,27 @@ from gelib import AttentionConfig, spectra
 cfg = AttentionConfig(**cfg); interleave = sys.argv[3] == "1"
 key = jax.random.key(0)
 models = ("mha", "yg")
+from gelib import hostblas
+route = spectra._host_route(cfg, models, "fast", 1)
+base, beta_t, alpha2_t = spectra._beta_args(cfg, models)
+
+def device_part(k):
+    if route is None:
+        return jax.block_until_ready(spectra._grams(k, cfg, models, "fast"))
+    return jax.block_until_ready(spectra._output_parts_at(k, base, models, route, beta_t, alpha2_t))
+
 t = time.perf_counter()
-jax.block_until_ready(spectra._grams(key, cfg, models, "fast"))
+device_part(key)
 compile_s = time.perf_counter() - t
-gram_t, eig_t = [], []
+gram_t, host_t, eig_t = [], [], []
 for s in range(repeats):   # the parts, one after the other
     t0 = time.perf_counter()
-    c = jax.block_until_ready(spectra._grams(jax.random.fold_in(key, s + 1), cfg, models, "fast"))
+    c = device_part(jax.random.fold_in(key, s + 1))
     t1 = time.perf_counter()
-    spectra.eigvals(c)
-    gram_t.append(t1 - t0); eig_t.append(time.perf_counter() - t1)
+    c = list(c) if route is None else hostblas.grams_from_parts(route, *c, len(models), cfg.n)
+    t2 = time.perf_counter()
+    [spectra.eigvals(g) for g in c]
+    gram_t.append(t1 - t0); host_t.append(t2 - t1); eig_t.append(time.perf_counter() - t2)
 times, base_times = [], []
 for s in range(repeats if interleave else 0):
     # what users run: model_spectra (the next seed's Gram matrices formed while
@@ -111,7 +122,8 @@ for s in range(repeats if interleave else 0):
     spectra.model_spectra(jax.random.key(s + 1), cfg, models, seeds=4, progress=False)
     times.append((time.perf_counter() - t0) / 4)
     t0 = time.perf_counter(); one_seed(); base_times.append(time.perf_counter() - t0)
-print(json.dumps({"times": times, "base_times": base_times, "gram": gram_t, "eig": eig_t,
+print(json.dumps({"times": times, "base_times": base_times, "gram": gram_t, "host": host_t, "eig": eig_t,
+                  "route": route,
                   "first_call": compile_s, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 )

@@ -54,6 +54,7 @@ import scipy.linalg
 import scipy.stats
 from numpy.typing import ArrayLike
 
+from . import hostblas
 from .config import AttentionConfig
 from .models import check_models, head_outputs, kernel_f, output
 from .rates import PowerFit
@@ -273,6 +274,35 @@ def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, bet
     return gram(y.astype(jnp.float64) if x64 else y)
 
 
+@functools.partial(jax.jit, static_argnames=("cfg", "models", "route"))
+def _output_parts_at(key, cfg: AttentionConfig, models: tuple[str, ...], route: str, beta, alpha2):
+    """The device's share of one seed when the output stage runs in the host's BLAS
+    (:mod:`gelib.hostblas`): the factors of :func:`gelib.hostblas.grams_from_parts`,
+    from the same draw, noise and output keys as ``_grams_at`` (path ``"fast"``)."""
+    draw_key, noise_key = jax.random.split(key)
+    draw = sample(draw_key, cfg, "fast")
+    tcfg = _TracedBeta(cfg, beta, alpha2)
+    u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, key=noise_key)) for m in models]).astype(jnp.float64)
+    if route == "direct":
+        return u, draw.w_o.reshape(cfg.h * cfg.d_v, cfg.d_o).astype(jnp.float64)
+    m, n, p = u.shape
+    big, okey = m * n, jax.random.fold_in(draw_key, 1)
+    scale = jnp.sqrt(jnp.asarray(p, jnp.float64))
+    if route == "qr":
+        r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")
+        if cfg.d_o >= big:
+            return r, _bartlett(okey, big, cfg.d_o, jnp.float64) / scale
+        return r, jax.random.normal(okey, (big, cfg.d_o), jnp.float64) / scale
+    return u, _bartlett(okey, p, cfg.d_o, jnp.float64) / scale
+
+
+def _host_route(cfg: AttentionConfig, models: tuple[str, ...], path: str, ndev: int) -> str | None:
+    """The output route when the output stage runs in the host's BLAS, else ``None``."""
+    if path != "fast" or ndev != 1 or not hostblas.available():
+        return None
+    return output_route(cfg, len(models))
+
+
 def _beta_args(cfg: AttentionConfig, models: tuple[str, ...]):
     """``(cfg with beta = 1, beta, alpha2)``: the compilation key and the traced values
     (``alpha2`` computed in float64 before any cast: it cancels at small ``beta``).
@@ -334,7 +364,12 @@ def model_spectra(
     chunks = [list(range(s, min(s + ndev, seeds))) for s in range(0, seeds, ndev)]
     bar = _progress(seeds, progress, desc=f"spectra ({cfg.n}x{cfg.n}, {ndev} device{'s' * (ndev > 1)})")
 
+    route = _host_route(cfg, models, path, ndev)
+
     def dispatch(chunk):
+        if route is not None:
+            base, beta, alpha2 = _beta_args(cfg, models)
+            return [_output_parts_at(seed_key(key, chunk[0]), base, models, route, beta, alpha2)]
         if ndev == 1:
             return _grams(seed_key(key, chunk[0]), cfg, models, path)[None]
         # pad the last chunk with repeats of its first seed, then drop them
@@ -350,7 +385,10 @@ def model_spectra(
         if c + 1 < len(chunks):
             upcoming = dispatch(chunks[c + 1])
         for j, s in enumerate(chunk):
-            ev = eigvals(grams[j])
+            if route is not None:
+                ev = [eigvals(g) for g in hostblas.grams_from_parts(route, *grams[j], len(models), cfg.n)]
+            else:
+                ev = eigvals(grams[j])
             for i, m in enumerate(models):
                 out[m][s] = ev[i]
         if bar is not None:

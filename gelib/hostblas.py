@@ -1,0 +1,65 @@
+"""The output stage of the fast path in the host's BLAS (CPU, float64).
+
+On the CPU backend XLA multiplies float64 matrices with its own kernels, at
+about half the rate of the OpenBLAS that NumPy and SciPy ship (about 40
+against 75-95 GFLOP/s a core on the machines the book is built on; see
+``benchmarks/bench_sampling.py``). The output stage (``Y_i = U_i W^O`` and
+``Y_i Y_i^T / n``) is most of a big layer's flops, so on the CPU it runs
+here, from the factors that :func:`gelib.spectra.model_spectra` has the
+device form, and with the structure that BLAS can use:
+
+* a Gram matrix ``Y Y^T / n`` by a symmetric rank-k update (``dsyrk``: the
+  lower triangle only, half the flops of a product);
+* a product with a triangular factor (Bartlett's ``L``, the ``R`` of a QR) by
+  ``dtrmm`` (half the flops).
+
+Only the lower triangle of each Gram matrix is filled: LAPACK's symmetric
+eigensolvers (and :func:`gelib.spectra.eigvals`) read no other. The result
+is the same matrix as the device path's up to rounding (tested in
+``tests/test_hostblas.py``); the laws are those of
+:func:`gelib.spectra.reduced_output_grams`.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from scipy.linalg import blas
+
+__all__ = ["available", "grams_from_parts"]
+
+
+def available() -> bool:
+    """Whether the output stage runs here: JAX on its CPU backend with float64 enabled."""
+    return jax.default_backend() == "cpu" and bool(jax.config.jax_enable_x64)
+
+
+def _syrk(y_t: np.ndarray, n: int) -> np.ndarray:
+    """``Y Y^T / n`` (lower triangle, ``(n, n)``, Fortran order) from ``y_t = Y^T`` (``(k, n)``)."""
+    return blas.dsyrk(1.0 / n, np.asfortranarray(y_t), trans=1, lower=1)
+
+
+def grams_from_parts(route: str, a: np.ndarray, b: np.ndarray, m: int, n: int) -> list[np.ndarray]:
+    """The ``m`` Gram matrices ``Y_i Y_i^T / n`` (lower triangles, each ``(n, n)``) from the device's factors.
+
+    * ``"direct"``: ``a`` stacks the ``U_i`` (``(m, n, p)``), ``b`` is ``W^O`` (``(p, d_o)``);
+    * ``"bartlett"``: ``a`` as above, ``b`` the lower-triangular factor ``L / sqrt(p)`` (``(p, p)``);
+    * ``"qr"``: ``a`` is the upper-triangular ``R`` of ``[U_1; ...; U_m]^T = Q R`` (``(m n, m n)``),
+      ``b`` is ``G / sqrt(p)``: Bartlett's lower-triangular factor (``(m n, m n)``) when
+      ``d_o >= m n``, else a Gaussian ``(m n, d_o)`` matrix; then ``Y = R^T G``.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if route == "direct":
+        return [_syrk((a[i] @ b).T, n) for i in range(m)]
+    if route == "bartlett":
+        # Y_i^T = L^T U_i^T: b.T is L^T (upper triangular, a Fortran-order view)
+        return [_syrk(blas.dtrmm(1.0, b.T, a[i].T, side=0, lower=0), n) for i in range(m)]
+    if route == "qr":
+        if b.shape[0] == b.shape[1]:
+            # Y^T = G^T R, G^T upper triangular: (m n, m n), column block i is Y_i^T
+            y_t = blas.dtrmm(1.0, b.T, np.asfortranarray(a), side=0, lower=0)
+        else:
+            y_t = (a.T @ b).T  # (d_o, m n)
+        return [_syrk(y_t[:, i * n : (i + 1) * n], n) for i in range(m)]
+    raise ValueError(f"unknown output route {route!r}")

@@ -1,0 +1,64 @@
+"""The output stage in the host's BLAS against the device's (gelib.hostblas)."""
+
+import jax
+import numpy as np
+import pytest
+
+from gelib import AttentionConfig, hostblas
+from gelib import spectra as S
+
+ROUTES = {
+    "direct": AttentionConfig(n=24, d=40, h=3, d_k=8, d_o=20),
+    "qr": AttentionConfig(n=8, d=96, h=8, d_k=4, d_v=8, d_o=48),
+    "bartlett": AttentionConfig(n=24, d=40, h=2, d_k=8, d_o=32),
+}
+
+
+def test_the_host_route_applies_on_the_cpu_in_float64():
+    assert hostblas.available()  # the tests run JAX on the CPU with x64 (conftest)
+
+
+@pytest.mark.parametrize("name", ROUTES)
+def test_host_gram_matrices_are_the_device_ones(name):
+    # Same key: the host's lower triangles equal the device's Gram matrices to
+    # rounding, for every output route.
+    cfg, models = ROUTES[name], ("mha", "yg")
+    route = S.output_route(cfg, len(models))
+    assert route == name
+    key = jax.random.key(7)
+    base, beta, alpha2 = S._beta_args(cfg, models)
+    parts = S._output_parts_at(key, base, models, route, beta, alpha2)
+    host = hostblas.grams_from_parts(route, *parts, len(models), cfg.n)
+    device = np.asarray(S._grams(key, cfg, models, "fast"))
+    for i in range(len(models)):
+        lower = np.tril(np.ones((cfg.n, cfg.n), bool))
+        scale = np.abs(device[i]).max()
+        np.testing.assert_allclose(host[i][lower], device[i][lower], rtol=0, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("name", ["direct", "qr", "bartlett"])
+def test_model_spectra_on_the_host_match_the_device_path(name):
+    cfg, models = ROUTES[name], ("mha", "yg")
+    key = jax.random.key(3)
+    got = S.model_spectra(key, cfg, models, seeds=3, progress=False)
+    for s in range(3):
+        want = S.eigvals(S._grams(S.seed_key(key, s), cfg, models, "fast"))
+        for i, m in enumerate(models):
+            np.testing.assert_allclose(got[m][s], want[i], rtol=1e-10, atol=1e-12 * want[i].max())
+
+
+def test_qr_route_with_a_rectangular_factor():
+    # d_o < m n: G is a Gaussian (m n, d_o) matrix and Y = R^T G (output_route
+    # never picks this case, reduced_output_grams has it)
+    rng = np.random.default_rng(0)
+    m, n, d_o = 2, 5, 7
+    r, g = np.triu(rng.standard_normal((m * n, m * n))), rng.standard_normal((m * n, d_o))
+    y = (r.T @ g).reshape(m, n, d_o)
+    for i, got in enumerate(hostblas.grams_from_parts("qr", r, g, m, n)):
+        want = y[i] @ y[i].T / n
+        np.testing.assert_allclose(np.tril(got), np.tril(want), atol=1e-13)
+
+
+def test_unknown_route():
+    with pytest.raises(ValueError, match="route"):
+        hostblas.grams_from_parts("diagonal", np.zeros((1, 2, 2)), np.zeros((2, 2)), 1, 2)
