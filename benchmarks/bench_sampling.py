@@ -22,9 +22,12 @@ machine; the baseline is also run alone in its own process with one BLAS
 thread and with every core, and the better of those is the second reference.
 Peak resident memory: each variant alone in a child process.
 Also measured in the same session: this machine's float64 matmul rate and
-eigensolver time, to say how close the dominant parts run to them.
+eigensolver time, and from them the floor of a seed: its flops
+(``gelib.spectra.seed_flops``, attention and output stage) at the machine's
+matmul rate plus two eigensolves; the benchmark prints gelib's time over that
+floor.
 
-    python benchmarks/bench_sampling.py [--presets bert-base,gpt3-175b] [--repeats 3]
+    python benchmarks/bench_sampling.py [--presets bert-base,gpt3-175b] [--repeats 3] [--no-baseline]
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ import resource
 import jax
 import gelib
 from gelib import AttentionConfig, spectra
-cfg = AttentionConfig(**cfg); interleave = sys.argv[3] == "1"
+cfg = AttentionConfig(**cfg); mode = sys.argv[3]  # "1": alternate with the baseline, "2": gelib alone, "0": parts only
 key = jax.random.key(0)
 models = ("mha", "yg")
 from gelib import hostblas
@@ -114,14 +117,15 @@ for s in range(repeats):   # the parts, one after the other
     [spectra.eigvals(g) for g in c]
     gram_t.append(t1 - t0); host_t.append(t2 - t1); eig_t.append(time.perf_counter() - t2)
 times, base_times = [], []
-for s in range(repeats if interleave else 0):
+for s in range(repeats if mode != "0" else 0):
     # what users run: model_spectra (the next seed's Gram matrices formed while
     # the eigensolver works on this one), alternating with the NumPy baseline
     # in this same process, so that both see the same machine
     t0 = time.perf_counter()
     spectra.model_spectra(jax.random.key(s + 1), cfg, models, seeds=4, progress=False)
     times.append((time.perf_counter() - t0) / 4)
-    t0 = time.perf_counter(); one_seed(); base_times.append(time.perf_counter() - t0)
+    if mode == "1":
+        t0 = time.perf_counter(); one_seed(); base_times.append(time.perf_counter() - t0)
 print(json.dumps({"times": times, "base_times": base_times, "gram": gram_t, "host": host_t, "eig": eig_t,
                   "route": route,
                   "first_call": compile_s, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -175,6 +179,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presets", default="bert-base,gpt3-175b")
     ap.add_argument("--repeats", type=int, default=3, help="seeds timed per variant (median reported)")
+    ap.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the NumPy literal path (slow for the big rows): gelib and the floor only",
+    )
     args = ap.parse_args()
 
     print(f"machine: {os.cpu_count()} cores; NumPy/LAPACK rates measured in the same session")
@@ -182,45 +191,53 @@ def main() -> None:
         cfg = preset_config(name).as_dict()
         cores = os.cpu_count()
         mach, _ = child(MACHINE, cfg["n"], threads=cores)
-        # the baseline at its better BLAS thread count (more threads are not
-        # always faster at these sizes: the eigensolver and small products lose)
-        runs = {t: child(BASELINE, json.dumps(cfg), args.repeats, threads=t) for t in sorted({1, cores})}
-        best = min(runs, key=lambda t: median(runs[t][0]["times"]))
-        base, base_mem = runs[best]
-        fast, _ = child(FAST, json.dumps(cfg), args.repeats, "1", threads=1)
-        _, fast_mem = child(FAST, json.dumps(cfg), 1, "0", threads=1)  # gelib alone: its peak RSS
-        tb, tf, ts = median(base["times"]), median(fast["times"]), median(fast["base_times"])
-        fl = flops(cfg)
-        gram_rate = (fl["attention"] + fl["output"]) / median(fast["gram"]) / 1e9
         print(
             f"\n{name}: n={cfg['n']} d={cfg['d']} h={cfg['h']} d_k={cfg['d_k']} d_o={cfg['d_o']}, "
             f"median of {args.repeats} seeds"
         )
         print(
-            f"  machine: matmul {mach['gflops']:.1f} GFLOP/s (float64), eigvalsh {cfg['n']}x{cfg['n']} "
-            f"{mach['eig_s']:.3f} s"
+            f"  machine: matmul {mach['gflops']:.1f} GFLOP/s (float64, {cores} BLAS threads), "
+            f"eigvalsh {cfg['n']}x{cfg['n']} {mach['eig_s']:.3f} s"
         )
-        print(f"  numpy literal path : {ts:8.3f} s/seed   in gelib's process, alternating with it (1 BLAS thread)")
-        print(
-            f"                       {tb:8.3f} s/seed   alone, at its best BLAS thread count ("
-            + ", ".join(f"{t}: {median(r[0]['times']):.3f} s" for t, r in runs.items())
-            + f"), peak RSS {base_mem:.0f} MiB"
-        )
+        fast, _ = child(FAST, json.dumps(cfg), args.repeats, "2" if args.no_baseline else "1", threads=1)
+        _, fast_mem = child(FAST, json.dumps(cfg), 1, "0", threads=1)  # gelib alone: its peak RSS
+        tf = median(fast["times"])
+        if not args.no_baseline:
+            # the baseline at its better BLAS thread count (more threads are not
+            # always faster at these sizes: the eigensolver and small products lose)
+            runs = {t: child(BASELINE, json.dumps(cfg), args.repeats, threads=t) for t in sorted({1, cores})}
+            best = min(runs, key=lambda t: median(runs[t][0]["times"]))
+            base, base_mem = runs[best]
+            tb, ts = median(base["times"]), median(fast["base_times"])
+            print(f"  numpy literal path : {ts:8.3f} s/seed   in gelib's process, alternating with it (1 BLAS thread)")
+            print(
+                f"                       {tb:8.3f} s/seed   alone, at its best BLAS thread count ("
+                + ", ".join(f"{t}: {median(r[0]['times']):.3f} s" for t, r in runs.items())
+                + f"), peak RSS {base_mem:.0f} MiB"
+            )
         print(
             f"  gelib fast path    : {tf:8.3f} s/seed   peak RSS {fast_mem:7.0f} MiB   "
             f"(first call, with compilation: {fast['first_call']:.1f} s)"
         )
+        if not args.no_baseline:
+            print(
+                f"  speed-up           : {ts / tf:8.2f} x against the baseline in the same process, "
+                f"{tb / tf:.2f} x against the best baseline alone"
+            )
+        fl = flops(cfg)
+        work = fl["attention"] + fl["output"]
+        floor = work / (mach["gflops"] * 1e9) + 2 * mach["eig_s"]
+        device, host, eig = median(fast["gram"]), median(fast["host"]), median(fast["eig"])
+        where = "the host's BLAS (gelib.hostblas)" if fast["route"] else "XLA"
         print(
-            f"  speed-up           : {ts / tf:8.2f} x against the baseline in the same process, "
-            f"{tb / tf:.2f} x against the best baseline alone"
+            f"  fast path parts    : device {device:.3f} s, output stage in {where} {host:.3f} s "
+            f"({work / 1e9:.1f} GFLOP in all, route {fl['route']!r}: {work / (device + host) / 1e9:.1f} GFLOP/s, "
+            f"{100 * work / (device + host) / 1e9 / mach['gflops']:.0f} % of the machine's matmul rate), "
+            f"eigensolver {eig:.3f} s for two spectra ({eig / (2 * mach['eig_s']):.2f} x the machine's eigvalsh)"
         )
         print(
-            f"  fast path parts    : models + Gram {median(fast['gram']):.3f} s "
-            f"({gram_rate:.1f} GFLOP/s over {(fl['attention'] + fl['output']) / 1e9:.1f} GFLOP"
-            f", output route {fl['route']!r}: "
-            f"{100 * gram_rate / mach['gflops']:.0f} % of matmul peak), "
-            f"eigensolver {median(fast['eig']):.3f} s for two spectra "
-            f"({median(fast['eig']) / (2 * mach['eig_s']):.2f} x the machine's eigvalsh)"
+            f"  floor              : {floor:8.3f} s/seed   (the flops at the machine's matmul rate + two eigvalsh); "
+            f"gelib / floor = {tf / floor:.2f}"
         )
 
 
