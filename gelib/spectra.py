@@ -66,6 +66,8 @@ __all__ = [
     "spectrum",
     "mean_shift",
     "output_route",
+    "machine_rates",
+    "estimate_seconds",
     "output_flops",
     "seed_flops",
     "direct_output_grams",
@@ -104,7 +106,10 @@ def eigvals(c: ArrayLike) -> np.ndarray:
         ev = np.asarray(jnp.linalg.eigvalsh(c), dtype=np.float64)
     else:
         c = np.asarray(c, dtype=np.float64)
-        if c.ndim == 2:
+        two = hostblas.eigvalsh_two_stage(c) if c.ndim == 2 and c.shape[0] >= hostblas.TWO_STAGE_MIN_N else None
+        if two is not None:
+            ev = two
+        elif c.ndim == 2:
             ev = scipy.linalg.eigvalsh(c, driver="evd", check_finite=False)
         else:
             ev = np.linalg.eigvalsh(c)
@@ -175,6 +180,47 @@ def seed_flops(cfg: AttentionConfig) -> dict[str, float]:
         "eig": float(eig),
         "total": float(attention + out + eig),
     }
+
+
+@functools.lru_cache(maxsize=1)
+def machine_rates(size: int = 1024) -> tuple[float, float]:
+    """A quick measurement of this machine (well under a second on a CPU): the
+    float64 matmul rate of NumPy's BLAS in FLOP/s (a ``size x size`` product, best
+    of three) and the seconds of one ``size x size`` symmetric eigensolve (best of
+    two). Measured once per process."""
+    import time
+
+    a = np.random.default_rng(0).standard_normal((size, size))
+    c = a @ a.T
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t)
+    eig = math.inf
+    for _ in range(2):
+        t = time.perf_counter()
+        scipy.linalg.eigvalsh(c, driver="evd", check_finite=False)
+        eig = min(eig, time.perf_counter() - t)
+    return 2 * size**3 / best, eig
+
+
+def estimate_seconds(cfg: AttentionConfig, seeds: int, rates: tuple[float, float] | None = None) -> float | None:
+    """The expected seconds of ``compare(key, cfg, ("mha", "yg"), seeds)`` on this CPU, from the layer's sizes.
+
+    Per seed: the flops of :func:`seed_flops` (attention and output stage) at
+    the measured matmul rate, plus two eigensolves scaled from the measured
+    ``1024 x 1024`` one by ``(n / 1024)^3`` (``rates`` as :func:`machine_rates`
+    returns them at its default size; measured if ``None``). That is the floor
+    that ``benchmarks/bench_sampling.py`` measures gelib against; compilation is
+    not counted. ``None`` on an accelerator,
+    where the CPU's rates say nothing.
+    """
+    if jax.default_backend() != "cpu":
+        return None
+    rate, eig = rates or machine_rates()
+    f = seed_flops(cfg)
+    return seeds * ((f["attention"] + f["output"]) / rate + 2 * eig * (cfg.n / 1024) ** 3)
 
 
 def output_route(cfg: AttentionConfig, m: int) -> str:

@@ -62,3 +62,27 @@ def test_qr_route_with_a_rectangular_factor():
 def test_unknown_route():
     with pytest.raises(ValueError, match="route"):
         hostblas.grams_from_parts("diagonal", np.zeros((1, 2, 2)), np.zeros((2, 2)), 1, 2)
+
+
+def test_two_stage_eigensolver_agrees_with_dsyevd():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 200))
+    c = x @ x.T / 200  # rank 200: an atom of 100 zeros, as when d_o < n
+    got = hostblas.eigvalsh_two_stage(np.tril(c))  # only the lower triangle is read
+    if got is None:
+        pytest.skip("this SciPy's LAPACK has no dsyevd_2stage")
+    want = np.linalg.eigvalsh(c)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * want.max())
+    assert np.all(np.diff(got) >= 0)
+
+
+def test_eigvals_uses_the_two_stage_reduction_from_its_threshold(monkeypatch):
+    calls = []
+    monkeypatch.setattr(hostblas, "TWO_STAGE_MIN_N", 50)
+    real = hostblas.eigvalsh_two_stage
+    monkeypatch.setattr(hostblas, "eigvalsh_two_stage", lambda c: calls.append(c.shape) or real(c))
+    x = np.random.default_rng(2).standard_normal((60, 80))
+    c = x @ x.T / 80
+    np.testing.assert_allclose(S.eigvals(c), np.linalg.eigvalsh(c), rtol=1e-12)
+    S.eigvals(c[:40, :40])
+    assert calls == [(60, 60)]

@@ -222,3 +222,13 @@ def test_mean_shift_against_the_softmax_rows(n, d_k):
     remainder = 3 / d_k**2 + 200 / (n * d_k) + 400 / n**2
     assert abs(per_rep.mean() - b) < 4 * se + remainder, (per_rep.mean(), b, se, remainder)
     assert abs(b) > 2 * remainder  # the check has power: the shift is well above what it allows
+
+
+def test_estimate_seconds_is_the_floor_of_the_layers_flops_and_eigensolves():
+    cfg = AttentionConfig(n=2048, d=4544, h=71, h_kv=1, d_k=64)
+    f = S.seed_flops(cfg)
+    rates = (5e10, 0.25)  # 50 GFLOP/s, a 1024 x 1024 eigensolve in 0.25 s
+    want = 3 * ((f["attention"] + f["output"]) / 5e10 + 2 * 0.25 * 2**3)
+    assert S.estimate_seconds(cfg, 3, rates) == pytest.approx(want, rel=1e-12)
+    rate, eig = S.machine_rates()
+    assert rate > 1e8 and 0 < eig < 60

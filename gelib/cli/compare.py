@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 
 import numpy as np
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..memory import check_memory
     from ..models import LABELS, check_models
-    from ..spectra import compare
+    from ..spectra import compare, estimate_seconds
 
     cfg = config_from_args(args)
     models = check_models(m.strip() for m in args.models.split(","))
@@ -98,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
     check_memory(cfg, models, args.path, args.seeds, limit=args.max_memory)
+    expected = estimate_seconds(cfg, args.seeds) if args.path == "fast" else None
+    if expected is not None and expected > 20 and not args.quiet:
+        print(
+            f"expected: about {expected:.0f} s for {args.seeds} seed{'s' * (args.seeds > 1)} on this CPU "
+            "(the layer's flops at this machine's matmul rate, measured now, plus its eigensolves)",
+            file=sys.stderr,
+        )
     t0 = time.perf_counter()
     try:
         res = compare(jax.random.key(args.seed), cfg, models, args.seeds, args.path, progress=not args.quiet)
