@@ -76,6 +76,10 @@ __all__ = [
     "form_variance_wishart",
     "conditional_covariances",
     "step_distances",
+    "kernel_error_exact",
+    "kernel_f_zscores",
+    "row_mean_effect",
+    "row_mean_norms",
 ]
 
 #: The models of Table 1 by short name, with the symbol the book uses for each.
@@ -859,3 +863,133 @@ def _form_variance_wishart(k_g, beta, d_v):
             total = total + ca * cb * jnp.exp(log_c) * jnp.sum(jnp.exp(t * quad / 2))
     kf = kernel_f(k_g, beta)
     return ((1 + 2 / d_v) * total - jnp.trace(kf) ** 2 - 2 * jnp.sum(kf * kf) / d_v) / n**2
+
+
+# --- exact finite-size predictions (issue 12: tolerances from the mathematics) ---
+
+
+def _pair_mgf(p: int, a: float, b: float, c: float, d_k: int) -> float:
+    """``E[g^p exp(a s_1 + b s_2 + c g)]`` for i.i.d. ``k_i ~ N(0, I_{d_k})``, ``s_i = |k_i|^2``, ``g = k_1 . k_2``.
+
+    Per coordinate the exponent is ``x^T A x / 2`` with ``A = [[2a, c], [c, 2b]]``, so the
+    expectation is ``Delta^{-d_k/2}`` with ``Delta = (1 - 2a)(1 - 2b) - c^2``; the powers of
+    ``g`` are derivatives in ``c`` (``p = 0, 1, 2``).
+    """
+    delta = (1 - 2 * a) * (1 - 2 * b) - c * c
+    if delta <= 0:
+        return math.inf
+    base = math.exp(-d_k / 2 * math.log(delta))
+    return (base, d_k * c * base / delta, d_k * base / delta + d_k * (d_k + 2) * c * c * base / delta**2)[p]
+
+
+def kernel_error_exact(n: int, d_k: int, beta: float) -> float:
+    """Exact root mean square of :func:`kernel_error` over Gaussian keys: ``sqrt(E ||kernel_f - kernel_g||_F^2 / n)``.
+
+    ``D = kernel_f(K) - kernel_g(K)`` has entries that are functions of two keys
+    only, each a sum of terms ``w g^p exp(a s_j + b s_l + c g)`` (``s = |k|^2``,
+    ``g = k_j . k_l``, ``p <= 1``); so ``E D_jl^2`` and ``E D_jj^2`` are finite sums of the
+    Gaussian integrals of ``_pair_mgf``, and ``E ||D||_F^2 / n = E D_jj^2 + (n - 1) E D_jl^2``.
+    To leading order this is :func:`kernel_error_first_order`; the exact value also
+    carries the ``O(1/d_k)`` corrections (the log-normal tails of ``e^{beta a}``, the
+    mean of ``D_jj``) that steepen the decay at small ``n``. Infinite unless
+    ``8 beta^2 < d_k`` (``E D_jj^2`` contains ``E e^{4 beta^2 s / d_k}``).
+    """
+    b2 = beta**2
+    gam = b2 / d_k
+    if 8 * gam >= 1:
+        return math.inf
+    cross = math.exp(-b2 - d_k / 2 * math.log1p(-gam))  # the terms of kernel_f
+    m2 = math.exp(-b2 - d_k / 2 * math.log1p(-2 * gam))
+    a1 = b2 / (2 * d_k * (1 - gam))
+    # off the diagonal: (w, p, a, b, c) for pair - cross_j - cross_l + m2 - beta^2 g / d_k
+    off = [
+        (math.exp(-b2), 0, b2 / (2 * d_k), b2 / (2 * d_k), b2 / d_k),
+        (-cross, 0, a1, 0.0, 0.0),
+        (-cross, 0, 0.0, a1, 0.0),
+        (m2, 0, 0.0, 0.0, 0.0),
+        (-b2 / d_k, 1, 0.0, 0.0, 0.0),
+    ]
+    # on the diagonal (g = s_j, b = c = 0): pair - 2 cross + m2 - beta^2 s / d_k - alpha^2
+    diag = [
+        (math.exp(-b2), 0, 2 * b2 / d_k, 0.0, 0.0),
+        (-2 * cross, 0, a1, 0.0, 0.0),
+        (m2 - (math.expm1(b2) - b2), 0, 0.0, 0.0, 0.0),
+        (-b2 / d_k, 1, 0.0, 0.0, 0.0),
+    ]
+
+    def second_moment(terms, on_diagonal):
+        total = 0.0
+        for w1, p1, a_1, b_1, c_1 in terms:
+            for w2, p2, a_2, b_2, c_2 in terms:
+                p, a = p1 + p2, a_1 + a_2
+                if on_diagonal:  # E[s^p e^{a s}] = d (d + 2) ... (1 - 2a)^{-d/2 - p}
+                    val = math.exp(-d_k / 2 * math.log1p(-2 * a)) * math.prod(d_k + 2 * i for i in range(p))
+                    total += w1 * w2 * val / (1 - 2 * a) ** p
+                else:
+                    total += w1 * w2 * _pair_mgf(p, a, b_1 + b_2, c_1 + c_2, d_k)
+        return total
+
+    return math.sqrt(second_moment(diag, True) + (n - 1) * second_moment(off, False))
+
+
+def kernel_f_zscores(k_g: jax.Array, q: jax.Array, beta: float) -> tuple[np.ndarray, float]:
+    """``z``-scores of the Monte Carlo kernel against :func:`kernel_f`, and their family-wise bound.
+
+    ``(estimate - exact) / standard error`` (:func:`kernel_f_estimate`) for the
+    distinct entries ``j <= l`` (upper triangle, shape ``(n (n + 1) / 2,)``), and the
+    Bonferroni bound ``Phi^{-1}(1 - 0.025 / count)``: if every ``z`` is standard
+    normal, ``max |z|`` exceeds it with probability at most 5 %, whatever their
+    correlations (they share the queries). The standard errors come from sample
+    fourth moments, whose own variance is finite only when ``8 beta^2 < d_k``.
+    """
+    import scipy.stats
+
+    mc, se = kernel_f_estimate(k_g, q, beta)
+    upper = np.triu_indices(k_g.shape[0])
+    z = ((mc - np.asarray(kernel_f(k_g, beta))) / se)[upper]
+    return z, float(scipy.stats.norm.isf(0.025 / z.size))
+
+
+def row_mean_effect(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarray:
+    """The common row mean of ``Y-ring^f`` and its effect on the top eigenvalue, one layer per key.
+
+    For each key a layer is sampled (:func:`gelib.sampling.sample_fast`); returns
+    ``(len(keys), 3)``: ``|m|^2`` (:func:`output_row_mean`, expected
+    ``d_o`` :func:`kernel_mean_variance`), the largest eigenvalue of ``Y Y^T / n`` for
+    ``Y = Y-ring^f``, and that of the centred ``Y - 1 m^T``. A rank-one mean that
+    creates an outlier shows as a gap between the last two.
+    """
+    from .sampling import sample_fast
+
+    out = []
+    for key in keys:
+        m_sq, gram, gram_c = _row_mean_grams(sample_fast(key, cfg), cfg)
+        out.append([float(m_sq), *(float(np.linalg.eigvalsh(np.asarray(g))[-1]) for g in (gram, gram_c))])
+    return np.array(out)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _row_mean_grams(draw: Draw, cfg: AttentionConfig):
+    """``|m|^2`` and ``Y Y^T / n`` for ``Y-ring^f`` and for ``Y - 1 m^T`` (one compilation per shape)."""
+    y = build("yf_ring", draw, cfg)
+    m = output_row_mean(draw, cfg)
+    yc = y - m[None, :]
+    return m @ m, y @ y.T / cfg.n, yc @ yc.T / cfg.n
+
+
+def row_mean_norms(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarray:
+    """``|m|^2`` of the row mean of ``Y-ring^f`` (:func:`output_row_mean`), one layer per key: ``(len(keys),)``.
+
+    Each key samples a layer (:func:`gelib.sampling.sample_fast`; only ``K, V, W^O``
+    matter). Over layers the mean is exactly ``d_o`` :func:`kernel_mean_variance`, so
+    many cheap layers test that expectation without building the outputs.
+    """
+    return np.array([float(_row_mean_norm(key, cfg)) for key in keys])
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _row_mean_norm(key: jax.Array, cfg: AttentionConfig) -> jax.Array:
+    from .sampling import sample_fast
+
+    m = output_row_mean(sample_fast(key, cfg), cfg)
+    return m @ m

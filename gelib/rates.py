@@ -11,7 +11,8 @@ slope per seed and takes the Student-t interval across seeds. Spectral
 distances between two models over a sweep, and their two-panel rate figure,
 are :func:`sweep_distances` and :func:`plot_distance_rates`;
 :func:`sample_covariance_error` is the exact ``N^{-1/2}`` rate of a Gaussian
-sample covariance.
+sample covariance; :func:`agree_at_every_size` compares measured means with
+their predictions at every size of a sweep, jointly.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ __all__ = [
     "sweep_distances",
     "DistanceRates",
     "plot_distance_rates",
+    "Agreement",
+    "agree_at_every_size",
 ]
 
 
@@ -175,3 +178,36 @@ def plot_distance_rates(
     for ax in axes:
         label_ns(ax, ns)
     return DistanceRates(ns, w1, ks, fits)
+
+
+@dataclasses.dataclass(frozen=True)
+class Agreement:
+    """Measured means against predictions at every size of a sweep (:func:`agree_at_every_size`).
+
+    ``z`` holds ``(mean - predicted) / se`` per size, ``threshold`` the Bonferroni-adjusted
+    Student-t quantile and ``ok`` whether every ``|z|`` is within it.
+    """
+
+    z: np.ndarray
+    threshold: float
+    ok: bool
+
+
+def agree_at_every_size(values: ArrayLike, predicted: ArrayLike, level: float = 0.95) -> Agreement:
+    """Whether the mean over seeds agrees with its prediction at every size, jointly at ``level``.
+
+    ``values`` has shape ``(k, seeds)`` (independent seeds), ``predicted`` shape ``(k,)``. At
+    each size the mean over seeds lies within ``t se`` of the prediction, ``se`` the standard
+    error across seeds and ``t`` the Student-t quantile ``1 - (1 - level) / (2k)`` with
+    ``seeds - 1`` degrees of freedom (Bonferroni: the ``k`` tests fail together with
+    probability at most ``1 - level`` when the predictions are right).
+    """
+    values = np.asarray(values, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    if values.ndim != 2 or values.shape[0] != predicted.size or values.shape[1] < 2:
+        raise ValueError(f"values must have shape (len(predicted), seeds >= 2), got {values.shape}")
+    k, seeds = values.shape
+    se = values.std(axis=1, ddof=1) / np.sqrt(seeds)
+    z = (values.mean(axis=1) - predicted) / se
+    threshold = float(scipy.stats.t.ppf(1 - (1 - level) / (2 * k), seeds - 1))
+    return Agreement(z, threshold, bool(np.all(np.abs(z) <= threshold)))

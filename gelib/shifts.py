@@ -26,14 +26,26 @@ later model minus one; they add up to :func:`gelib.spectra.mean_shift`, the
 shift from MHA to ``Y^G``. Only the denominator replacement has a ``1/n``
 term; the Gaussian-rows and query-substitution steps have none at all (their
 row covariances are equal). The neglected orders are ``d_K^-2``, ``n^-2`` and
-``(n d_K)^-1``.
+``(n d_K)^-1``. Two steps are also available exactly, at finite ``n`` and
+``d_K``: :func:`denominator_shift_exact` (one-dimensional integrals of
+Laplace transforms of the log-normal row terms) and
+:func:`centering_shift_exact` (closed form by the chi-square moment
+generating function); :func:`centering_log_norm` is the mean logarithm of
+the norm that centering subtracts, which a fitted slope sees.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["STEPS", "denominator_shift", "step_shifts"]
+__all__ = [
+    "STEPS",
+    "denominator_shift",
+    "step_shifts",
+    "denominator_shift_exact",
+    "centering_shift_exact",
+    "centering_log_norm",
+]
 
 #: The steps of Table 1, in order, as ``(name, earlier model, later model)`` (model names of :mod:`gelib.models`).
 STEPS: tuple[tuple[str, str, str], ...] = (
@@ -78,3 +90,109 @@ def step_shifts(n: float, d_k: float, beta: float = 1.0) -> dict[str, float]:
         "covariance": beta**4 * (4 * u - 1) / (e1 * d_k),
         "query_substitution": 0.0,
     }
+
+
+def _chi2_mgf(c: float, d_k: float) -> float:
+    """``E e^{c t}`` for ``t = chi^2_{d_K} / d_K - 1``: ``e^{-c} (1 - 2c / d_K)^{-d_K / 2}``.
+
+    Infinite unless ``2c < d_K``.
+    """
+    if 2 * c >= d_k:
+        return math.inf
+    return math.exp(-c - d_k / 2 * math.log1p(-2 * c / d_k))
+
+
+def centering_shift_exact(d_k: float, beta: float = 1.0) -> float:
+    """Exact relative shift of the mean eigenvalue from ``Y-ring^f`` to ``Y^f`` (untied layer).
+
+    The row energies are ``E f^2`` and ``E Var(f | sigma)``; their difference is the mean
+    square ``E m^2`` of the subtracted row mean, so ``E m_f / E m_ring - 1 = E m^2 / E Var(f | sigma)``
+    with ``E m^2 = E e^{beta^2 t} - 2 E e^{beta^2 t / 2} + 1`` and
+    ``E Var(f | sigma) = e^{beta^2} E e^{2 beta^2 t} - E e^{beta^2 t}`` (``t = chi^2_{d_K}/d_K - 1``,
+    exact moment generating function). Independent of ``n``; ``beta^4 / (2 e_1 d_K)`` to
+    leading order (:func:`step_shifts`). Infinite (the energies are) unless ``4 beta^2 < d_K``.
+    """
+    b2 = beta**2
+    if 4 * b2 >= d_k:  # E f^2 and E Var(f | sigma) are infinite
+        return math.inf
+    m2 = _chi2_mgf(b2, d_k) - 2 * _chi2_mgf(b2 / 2, d_k) + 1
+    var = math.exp(b2) * _chi2_mgf(2 * b2, d_k) - _chi2_mgf(b2, d_k)
+    return m2 / var
+
+
+def denominator_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:
+    """Exact relative shift of the mean eigenvalue from ``Y^f`` to ``sqrt(n) A^perp`` (untied layer), at finite ``n``.
+
+    Row ``i`` of ``sqrt(n) A^perp`` has energy ``n sum_j p_j^2 - 1`` with ``p_j = X_j / S``,
+    ``X_j = e^{beta s_j - beta^2/2}`` and ``S = sum_j X_j`` (``n`` terms, i.i.d. given ``sigma``).
+    With ``1 / S^2 = int_0^oo t e^{-t S} dt``,
+    ``n^2 E[X_1^2 / S^2 | sigma] = int_0^oo s E[X^2 e^{-s X / n}] (E e^{-s X / n})^{n - 1} ds``,
+    a one-dimensional integral whose inner expectations over the Gaussian score are
+    Gauss-Hermite sums; the law of ``sigma^2 = chi^2_{d_K} / d_K`` is integrated by Gauss-Legendre
+    quadrature (``nodes`` points over 24 standard deviations). ``Y^f``'s row energy ``E f^2`` is exact by the
+    moment generating function. Returns ``E m_MHA / E m_f - 1``, which :func:`denominator_shift`
+    approximates to first order in ``1 / d_K`` and ``1 / n``.
+    """
+    import numpy as np
+    import scipy.integrate
+    import scipy.special
+    import scipy.stats
+
+    b2 = beta**2
+    z, wz = scipy.special.roots_hermitenorm(80)
+    wz = wz / wz.sum()
+    sd = math.sqrt(2 / d_k)  # Gauss-Legendre over sigma^2 in [1 - 10 sd, 1 + 14 sd], weighted by its density
+    u, wu = scipy.special.roots_legendre(nodes)
+    lo, hi = max(0.0, 1 - 10 * sd), 1 + 14 * sd
+    sig2 = lo + (hi - lo) * (u + 1) / 2
+    wx = wu * (hi - lo) / 2 * scipy.stats.chi2.pdf(sig2 * d_k, d_k) * d_k
+
+    def energy(s2: float) -> float:
+        big_x = np.exp(beta * math.sqrt(s2) * z - b2 / 2)  # X at the Gauss-Hermite nodes
+
+        def integrand(s: float) -> float:
+            e = np.exp(-s * big_x / n)
+            return s * float(wz @ (big_x**2 * e)) * float(wz @ e) ** (n - 1)
+
+        return scipy.integrate.quad(integrand, 0, np.inf, limit=200)[0] - 1
+
+    e_mha = float(sum(w * energy(s2) for s2, w in zip(sig2, wx)))
+    e_f = math.exp(b2) * _chi2_mgf(2 * b2, d_k) - 2 * _chi2_mgf(b2 / 2, d_k) + 1
+    return e_mha / e_f - 1
+
+
+def centering_log_norm(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:
+    """``E log |m_r|_2``, exactly: the mean logarithm of the norm of one head's subtracted row means.
+
+    ``m_r`` has ``n`` i.i.d. entries ``m = e^{beta^2 (rho - 1) / 2} - 1`` with ``rho = chi^2_{d_K}/d_K``
+    (:func:`gelib.models.row_mean`). By ``log x = int_0^oo (e^{-s} - e^{-s x}) / s ds``, for
+    ``X = |m_r|_2^2`` and any scale ``c > 0``,
+    ``E log X = log c + int_0^oo (e^{-s} - phi(s / c)^n) / s ds`` with ``phi(t) = E e^{-t m^2}``, a
+    one-dimensional integral; ``phi`` is a Gauss-Legendre sum over the density of ``rho``
+    (``nodes`` points over 24 standard deviations), and ``c`` is ``n`` times the median of
+    ``m^2``. Returns half of it. Finite for every ``beta``, also where ``E |m_r|_2^2``
+    (:func:`gelib.models.centering_norm2`) is infinite. A slope fitted to ``log |m_r|_2``
+    estimates the slope of this mean, not of ``log (E |m_r|_2^2) / 2``; the two differ by
+    the bias of a logarithm, ``O(1/n)``.
+    """
+    import numpy as np
+    import scipy.integrate
+    import scipy.special
+    import scipy.stats
+
+    sd = math.sqrt(2 / d_k)
+    u, wu = scipy.special.roots_legendre(nodes)
+    lo, hi = max(0.0, 1 - 10 * sd), 1 + 14 * sd
+    rho = lo + (hi - lo) * (u + 1) / 2
+    w = wu * (hi - lo) / 2 * scipy.stats.chi2.pdf(rho * d_k, d_k) * d_k
+    w = w / w.sum()
+    m2 = np.expm1(beta**2 * (rho - 1) / 2) ** 2
+    c = n * float(scipy.stats.chi2.median(1)) * float(np.expm1(beta**2 / math.sqrt(2 * d_k) / 2)) ** 2
+    c = max(c, 1e-300)
+
+    def integrand(s: float) -> float:
+        log_phi = math.log(max(float(w @ np.exp(-s / c * m2)), 1e-300))
+        return (math.exp(-s) - math.exp(n * log_phi)) / s
+
+    total = sum(scipy.integrate.quad(integrand, a, b, limit=200)[0] for a, b in ((0, 1), (1, 100), (100, np.inf)))
+    return 0.5 * (math.log(c) + total)

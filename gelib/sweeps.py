@@ -60,7 +60,18 @@ from .keys import stream
 from .rates import PowerFit
 from .sampling import Draw, restrict, sample_fast
 
-__all__ = ["proportional", "Sweep", "run", "slope_within", "Seed", "NestedDraws", "main_layer", "explorer_sliders"]
+__all__ = [
+    "proportional",
+    "Sweep",
+    "run",
+    "slope_within",
+    "Seed",
+    "NestedDraws",
+    "main_layer",
+    "explorer_sliders",
+    "CopyErrors",
+    "copy_errors",
+]
 
 
 def proportional(
@@ -343,3 +354,47 @@ class NestedDraws:
             return self.seed(cfg, 0)
         g = None if self.gaussians is None else _gaussian(noise_key, cfg)
         return Seed(sample_fast(draw_key, cfg), g, noise_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyErrors:
+    """Relative Frobenius errors of the sample covariances of copies of one layer (:func:`copy_errors`).
+
+    ``rows`` ``(k,)``: the number of rows ``c n`` at each checkpoint; ``errors``
+    and ``errors_f`` ``(k, models)``: ``||hat Sigma - Sigma_G||_F / ||Sigma_G||_F``
+    and the same from ``Sigma_f``; ``predicted`` ``(k,)``: the exact expectation
+    for Gaussian rows with covariance ``Sigma_G``
+    (:func:`gelib.rates.sample_covariance_error`); ``floor``:
+    ``||Sigma_f - Sigma_G||_F / ||Sigma_G||_F``.
+    """
+
+    rows: np.ndarray
+    errors: np.ndarray
+    errors_f: np.ndarray
+    predicted: np.ndarray
+    floor: float
+
+
+def copy_errors(
+    draw, cfg: AttentionConfig, models: tuple[str, ...], copy_keys: Sequence[tuple[jax.Array, jax.Array]], checkpoints
+) -> CopyErrors:
+    """Sample covariances of copies of one layer (``K, V, W^O`` of ``draw`` fixed) from ``Sigma_G`` and ``Sigma_f``.
+
+    :func:`gelib.models.conditional_covariances` of ``models`` with the copy
+    keys ``copy_keys`` at the copy counts ``checkpoints`` (nested: one sequence
+    of copies), measured from :func:`gelib.models.sigma` with
+    :func:`gelib.models.kernel_g` and :func:`gelib.models.kernel_f`. One call is
+    one draw of a nested sweep over the number of rows: fit a slope per call
+    and the interval across calls (:func:`gelib.rates.fit_power_law` with
+    ``nested=True``).
+    """
+    from .models import conditional_covariances, kernel_f, kernel_g, sigma
+    from .rates import sample_covariance_error
+
+    sigma_g, sigma_f = (np.asarray(sigma(kernel, draw, cfg)) for kernel in (kernel_g, kernel_f))
+    norm = np.linalg.norm(sigma_g)
+    est = conditional_covariances(models, draw, cfg, copy_keys, checkpoints)  # (k, models, d_o, d_o)
+    errors, errors_f = (np.linalg.norm(est - s[None, None], axis=(2, 3)) / norm for s in (sigma_g, sigma_f))
+    rows = np.asarray(sorted(checkpoints)) * cfg.n
+    floor = float(np.linalg.norm(sigma_f - sigma_g) / norm)
+    return CopyErrors(rows, errors, errors_f, sample_covariance_error(sigma_g, rows), floor)

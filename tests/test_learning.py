@@ -342,58 +342,145 @@ def test_softmax_spectra_use_the_named_stream():
     assert len(mha) == 2 and other.shape == (2, 32)
 
 
-def test_marker_table_tolerance_rule():
-    t = MK.MarkerTable(c_tol=2.0, ci_factor=2.5)
+UNTIED = AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512)
+TIED = AttentionConfig(n=256, d=512, h=4, d_k=64, d_o=128, tie_kv=True)
+
+
+def test_predicted_shift_is_the_first_moment_bias():
+    from gelib.spectra import mean_shift
+    from gelib.tables import mean_shift_remainder
+
+    b, r = MK.predicted_shift(UNTIED)
+    assert b == mean_shift(256, 64) and r == mean_shift_remainder(256, 64)
+    # about 1.58 / d_K - 12.1 / n at beta = 1; the remainder is the square of the first order, signs dropped
+    assert b == pytest.approx(1.582 / 64 - 12.06 / 256, abs=2e-3)
+    assert r == pytest.approx((1.582 / 64 + 12.06 / 256) ** 2, rel=2e-3)
+    assert MK.predicted_shift(TIED) is None
+
+
+def test_shifted_law_is_the_law_of_the_rescaled_eigenvalue():
+    laws = MK.LimitLaws(1e-9, law_fn=lambda c: marchenko_pastur(0.5))
+    b, r = MK.predicted_shift(UNTIED)
+    m = marchenko_pastur(0.5).moments(2)
+    for side in (0.0, -1.0, 1.0):
+        law = laws.shifted(UNTIED, side)
+        c = 1 + b + side * r
+        np.testing.assert_allclose(law.moments(2), m * np.array([c, c * c]), rtol=1e-12)
+        assert law.edges()[0][1] == pytest.approx(c * (1 + math.sqrt(0.5)) ** 2, rel=1e-9)
+        assert laws.shifted(UNTIED, side) is law  # cached
+    assert laws.shifted(TIED) is None
+
+
+def test_marker_table_rule_against_the_prediction():
+    t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
     v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
-    s = t.add("a", "close", 400, 1.0, v)
-    # the summary is the Student-t interval of the per-seed values
+    s = t.add("a", "close", 400, 1.0, v, predicted=1.02, remainder=0.01, asserted=True)
     lo, hi = scipy.stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=scipy.stats.sem(v))
     assert s.mean == pytest.approx(v.mean()) and s.ci95 == pytest.approx((hi - lo) / 2)
-    t.add("a", "biased", 400, 1.0, [1.09, 1.091, 1.089])  # 9 % off, tiny CI: within 2 / sqrt(400) = 10 %
-    t.add("b", "far", 100, -2.0, [-2.5, -2.5001, -2.4999])  # 25 % off, tolerance 2 / sqrt(100) = 20 %
+    # 9 % off GE but on its prediction: within; the same values against GE alone miss it
+    t.add("a", "shifted", 400, 1.0, [1.09, 1.091, 1.089], predicted=1.09, remainder=0.0, asserted=True)
+    t.add("a", "unpredicted", 400, 1.0, [1.09, 1.091, 1.089])
     m0, m1, m2 = t.markers
-    assert m0.deviation == pytest.approx(0.0, abs=1e-15)
-    assert t.tolerance(m0) == pytest.approx(2.5 * s.ci95)  # the statistical term wins (ci 0.124)
-    assert t.tolerance(m1) == pytest.approx(0.1)  # the finite-n term wins
-    assert m1.deviation == pytest.approx(0.09) and m2.deviation == pytest.approx(0.25)
-    assert t.tolerance(m2) == pytest.approx(0.2)
-    assert t.bad() == [m2]
-    assert t.worst == pytest.approx(0.25 / 0.2)
-    assert t.within_ci == 1  # only the first is within 2.5 ci
-    assert t.max_deviation == pytest.approx(0.25)
+    assert m0.reference == 1.02 and m2.reference == 1.0 and not m2.asserted
+    assert t.tolerance(m0) == pytest.approx((2.5 * s.ci95 + 0.01) / 1.02)
+    assert m1.miss == pytest.approx(0.0, abs=1e-12) and m1.deviation == pytest.approx(0.09)
+    assert m2.miss == pytest.approx(0.09) and t.tolerance(m2) == pytest.approx(2.5 * m2.ci / 1.0)
+    # a miss of a measured marker is a departure, not a failure; asserted, it fails
+    assert t.misses() == [m2] and t.departures() == [m2] and t.bad() == []
+    t.add("a", "asserted miss", 400, 1.0, [1.09, 1.091, 1.089], asserted=True)
+    m3 = t.markers[3]
+    assert t.bad() == [m3] and t.departures() == [m2] and t.worst == pytest.approx(0.09 / t.tolerance(m3))
+    assert t.predicted == 2 and t.asserted == 3 and t.max_deviation == pytest.approx(0.09)
+    assert t.max_miss == pytest.approx(0.09)
+    assert t.summary() == {
+        "markers": 4,
+        "predicted": 2,
+        "asserted": 3,
+        "worst": t.worst,
+        "departures": 1,
+        "worst-dev": 100 * t.max_deviation,
+        "worst-miss": 100 * t.max_miss,
+    }
     rows = table_cells(t.markdown())
-    assert len(rows) == 3 and rows[2][:4] == ["b", "far", "100", "-2"] and rows[2][5:] == ["25.00 %", "20.00 %"]
-    assert len(t) == 3
+    assert len(rows) == 4 and rows[2][:5] == ["a", "unpredicted", "400", "1", "—"] and rows[2][6] == "+9.00 %"
+    assert [r[-1] for r in rows] == ["asserted, passes", "asserted, passes", "measured, departs", "asserted, FAILS"]
+    assert len(t) == 4
+
+
+def test_measure_mean_is_asserted_where_a_shift_is_predicted():
+    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
+    b, r = MK.predicted_shift(UNTIED)
+    ev = np.full((3, 8), 1.0) * (1 + b) + np.array([[-1e-3], [0.0], [1e-3]])  # mean eigenvalue m_1 (1 + b)
+    t.measure_mean("a", "untied", UNTIED, ev)
+    t.measure_mean("a", "tied", TIED, ev)
+    untied, tied = t.markers
+    assert untied.label == "untied, m_1" and untied.asserted and untied.predicted == pytest.approx(1 + b)
+    assert untied.remainder == pytest.approx(r) and untied.mean == pytest.approx(1 + b)
+    assert not tied.asserted and tied.predicted is None and tied.ge == pytest.approx(1.0)
+    assert t.bad() == [] and t.asserted == 1
+
+
+def test_spread_excess_is_scale_free():
+    law = marchenko_pastur(0.5)  # m_2 / m_1^2 = 1.5
+    x = np.array([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]])
+    s = MK.spread_excess(law, x)
+    per_seed = np.array([(14 / 3) / 4 / 1.5 - 1, 1 / 1.5 - 1])
+    assert s.mean == pytest.approx(per_seed.mean())
+    assert MK.spread_excess(law, 7.0 * x).mean == pytest.approx(s.mean)
+
+
+def test_marker_table_predicts_the_mean_eigenvalue_exactly():
+    """For the mean eigenvalue the prediction is m_1 (1 + b), the remainder m_1 r, and a ratio of two layers
+    takes the worst of the four sign combinations."""
+    laws = MK.LimitLaws()
+    t = MK.MarkerTable(laws)
+    b, r = MK.predicted_shift(UNTIED)
+    m1 = UNTIED.first_moment
+    ge, pred, rem = t.predict(lambda mu: mu.moments(1)[0], UNTIED)
+    assert ge == pytest.approx(m1, rel=1e-12) and pred == pytest.approx(m1 * (1 + b), rel=1e-12)
+    assert rem == pytest.approx(m1 * r, rel=1e-9)
+    other = UNTIED.replace(d_k=128)
+    b2, r2 = MK.predicted_shift(other)
+    ge, pred, rem = t.predict(lambda a, c: a.moments(1)[0] / c.moments(1)[0], UNTIED, other)
+    assert ge == pytest.approx(1.0, rel=1e-12) and pred == pytest.approx((1 + b) / (1 + b2), rel=1e-12)
+    assert rem == pytest.approx((1 + b + r) / (1 + b2 - r2) - pred, rel=1e-9)
+    ge, pred, rem = t.predict(lambda mu: mu.moments(1)[0], TIED)  # no prediction for tied layers
+    assert pred is None and rem == 0.0 and ge == pytest.approx(TIED.first_moment, rel=1e-12)
 
 
 def test_marker_table_measure():
-    t = MK.MarkerTable()
+    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
     law = marchenko_pastur(0.5)
     rng = np.random.default_rng(2)
     x = rng.normal(size=(4, 100, 200))
     ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 200)  # (seeds, n), MP(0.5)
-    s = t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), law, ev)
+    s = t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), TIED, ev)  # no shift: against the law
     m = t.markers[0]
-    assert m.n == 100 and m.ge == L.arrival_time(law, 0.1)
+    assert m.n == 256 and m.ge == L.arrival_time(law, 0.1) and m.predicted is None
     assert s.mean == pytest.approx(np.mean([L.arrival_time(e, 0.1) for e in ev]))
     assert not t.bad()  # sampled MP falls on its law
+    t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), UNTIED, ev)
+    b, _ = MK.predicted_shift(UNTIED)
+    assert t.markers[1].predicted == pytest.approx(m.ge / (1 + b), rel=1e-8)  # time scales like 1 / eigenvalue
 
 
 def test_marker_table_curve_and_summary():
-    t = MK.MarkerTable(c_tol=2.0)
+    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
     law = marchenko_pastur(0.5)
     rng = np.random.default_rng(4)
     x = rng.normal(size=(3, 64, 128))
     ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 128)
     times = np.array([0.1, 0.5, 2.0])
-    pairs = t.measure_curve("a", "mp", times, lambda mu: L.training_loss(mu, times), law, ev)
+    pairs = t.measure_curve("a", "mp", times, lambda mu: L.training_loss(mu, times), UNTIED, ev)
     assert [p[0] for p in pairs] == list(times)
     assert [m.label for m in t.markers] == ["mp, t=0.1", "mp, t=0.5", "mp, t=2"]
+    b, _ = MK.predicted_shift(UNTIED)
     for j, (_, s) in enumerate(pairs):
         assert t.markers[j].ge == pytest.approx(L.training_loss(law, times[j])[0], rel=1e-12)
+        # the loss of the rescaled law at t is the law's at (1 + b) t
+        assert t.markers[j].predicted == pytest.approx(L.training_loss(law, (1 + b) * times[j])[0], rel=1e-9)
         assert s.mean == pytest.approx(np.mean([L.training_loss(e, times[j])[0] for e in ev]), rel=1e-12)
-    summary = t.summary()
-    assert summary == {"markers": 3, "worst": t.worst, "within-ci": t.within_ci, "worst-dev": 100 * t.max_deviation}
+    assert t.summary()["markers"] == 3
 
 
 # --- the readout problem on one layer ----------------------------------------------------
