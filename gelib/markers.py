@@ -224,7 +224,7 @@ class Marker:
 
     @property
     def reference(self) -> float:
-        """The value the marker is checked against: ``predicted``, or ``ge`` without a prediction."""
+        """The value the marker is checked against, ``predicted`` (or ``ge`` without a prediction)."""
         return self.ge if self.predicted is None else self.predicted
 
     @property
