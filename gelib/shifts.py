@@ -26,8 +26,8 @@ later model minus one; they add up to :func:`gelib.spectra.mean_shift`, the
 shift from MHA to ``Y^G``. Only the denominator replacement has a ``1/n``
 term; the Gaussian-rows and query-substitution steps have none at all (their
 row covariances are equal). The neglected orders are ``d_K^-2``, ``n^-2`` and
-``(n d_K)^-1``. Two steps are also available exactly, at finite ``n`` and
-``d_K``: :func:`denominator_shift_exact` (one-dimensional integrals of
+``(n d_K)^-1``. The whole chain's shift is available exactly, at finite ``n`` and
+``d_K`` (:func:`mha_shift_exact`), and so are two steps: :func:`denominator_shift_exact` (one-dimensional integrals of
 Laplace transforms of the log-normal row terms) and
 :func:`centering_shift_exact` (closed form by the chi-square moment
 generating function); :func:`centering_log_norm` is the mean logarithm of
@@ -43,6 +43,7 @@ __all__ = [
     "denominator_shift",
     "step_shifts",
     "denominator_shift_exact",
+    "mha_shift_exact",
     "centering_shift_exact",
     "centering_log_norm",
 ]
@@ -120,19 +121,9 @@ def centering_shift_exact(d_k: float, beta: float = 1.0) -> float:
     return m2 / var
 
 
-def denominator_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:
-    """Exact relative shift of the mean eigenvalue from ``Y^f`` to ``sqrt(n) A^perp`` (untied layer), at finite ``n``.
-
-    Row ``i`` of ``sqrt(n) A^perp`` has energy ``n sum_j p_j^2 - 1`` with ``p_j = X_j / S``,
-    ``X_j = e^{beta s_j - beta^2/2}`` and ``S = sum_j X_j`` (``n`` terms, i.i.d. given ``sigma``).
-    With ``1 / S^2 = int_0^oo t e^{-t S} dt``,
-    ``n^2 E[X_1^2 / S^2 | sigma] = int_0^oo s E[X^2 e^{-s X / n}] (E e^{-s X / n})^{n - 1} ds``,
-    a one-dimensional integral whose inner expectations over the Gaussian score are
-    Gauss-Hermite sums; the law of ``sigma^2 = chi^2_{d_K} / d_K`` is integrated by Gauss-Legendre
-    quadrature (``nodes`` points over 24 standard deviations). ``Y^f``'s row energy ``E f^2`` is exact by the
-    moment generating function. Returns ``E m_MHA / E m_f - 1``, which :func:`denominator_shift`
-    approximates to first order in ``1 / d_K`` and ``1 / n``.
-    """
+def _mha_energy(n: int, d_k: float, beta: float, nodes: int) -> float:
+    """``E[n sum_j p_j^2 - 1]``, the mean row energy of ``sqrt(n) A^perp``, exactly (see
+    :func:`denominator_shift_exact`)."""
     import numpy as np
     import scipy.integrate
     import scipy.special
@@ -156,9 +147,40 @@ def denominator_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 
 
         return scipy.integrate.quad(integrand, 0, np.inf, limit=200)[0] - 1
 
-    e_mha = float(sum(w * energy(s2) for s2, w in zip(sig2, wx)))
+    return float(sum(w * energy(s2) for s2, w in zip(sig2, wx)))
+
+
+def denominator_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:
+    """Exact relative shift of the mean eigenvalue from ``Y^f`` to ``sqrt(n) A^perp`` (untied layer), at finite ``n``.
+
+    Row ``i`` of ``sqrt(n) A^perp`` has energy ``n sum_j p_j^2 - 1`` with ``p_j = X_j / S``,
+    ``X_j = e^{beta s_j - beta^2/2}`` and ``S = sum_j X_j`` (``n`` terms, i.i.d. given ``sigma``).
+    With ``1 / S^2 = int_0^oo t e^{-t S} dt``,
+    ``n^2 E[X_1^2 / S^2 | sigma] = int_0^oo s E[X^2 e^{-s X / n}] (E e^{-s X / n})^{n - 1} ds``,
+    a one-dimensional integral whose inner expectations over the Gaussian score are
+    Gauss-Hermite sums; the law of ``sigma^2 = chi^2_{d_K} / d_K`` is integrated by Gauss-Legendre
+    quadrature (``nodes`` points over 24 standard deviations). ``Y^f``'s row energy ``E f^2`` is exact by the
+    moment generating function. Returns ``E m_MHA / E m_f - 1``, which :func:`denominator_shift`
+    approximates to first order in ``1 / d_K`` and ``1 / n``.
+    """
+    b2 = beta**2
     e_f = math.exp(b2) * _chi2_mgf(2 * b2, d_k) - 2 * _chi2_mgf(b2 / 2, d_k) + 1
-    return e_mha / e_f - 1
+    return _mha_energy(n, d_k, beta, nodes) / e_f - 1
+
+
+def mha_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:
+    """Exact relative shift of the mean eigenvalue from ``Y^G`` to ``sqrt(n) A^perp`` (untied layer), at finite ``n``.
+
+    ``E m_MHA / E m_G - 1``: the mean row energy of ``sqrt(n) A^perp``
+    (:func:`denominator_shift_exact`'s integral) over that of ``Y^G``, which is exactly
+    ``e^{beta^2} - 1`` at every size (:func:`gelib.tables.first_moment_bias`). Both means
+    carry the same factor ``d_O / n`` from ``V`` and ``W^O``, whatever the head sharing, so
+    this is the whole chain's shift that :func:`gelib.spectra.mean_shift` gives to first
+    order. Every order is in it; the remaining difference between a measured mean of
+    per-seed ratios and this ratio of means is of the order of the squared relative
+    fluctuation of one seed's mean eigenvalue.
+    """
+    return _mha_energy(n, d_k, beta, nodes) / math.expm1(beta**2) - 1
 
 
 def centering_log_norm(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:

@@ -75,6 +75,7 @@ __all__ = [
     "model_spectra",
     "w1",
     "rel_w1",
+    "shape_w1",
     "ks",
     "Summary",
     "summarize",
@@ -470,6 +471,20 @@ def w1(a: ArrayLike, b: ArrayLike) -> np.ndarray:
 def rel_w1(a: ArrayLike, ref: ArrayLike) -> np.ndarray:
     """``W1(a, ref) / mean(ref)``: a fraction, not a percentage; shapes as in :func:`w1`."""
     return w1(a, ref) / np.mean(ref, axis=-1)
+
+
+def shape_w1(a: ArrayLike, ref: ArrayLike) -> np.ndarray:
+    """``W1(a, s ref) / mean(ref)`` with ``s = mean(a) / mean(ref)`` (per sample): the relative
+    W1 distance once the first-moment shift is taken out, the *shape* part. Shapes as in :func:`w1`.
+
+    For nonnegative spectra ``W1(ref, s ref) = |s - 1| mean(ref)`` exactly, so the triangle
+    inequality and ``W1 >= |difference of means|`` give, for every sample,
+    ``|s - 1| <= rel_w1(a, ref) <= |s - 1| + shape_w1(a, ref)``: the relative W1 is the
+    shift plus at most the shape part.
+    """
+    a, ref = np.asarray(a, float), np.asarray(ref, float)
+    scale = np.mean(a, axis=-1, keepdims=True) / np.mean(ref, axis=-1, keepdims=True)
+    return w1(a, scale * ref) / np.mean(ref, axis=-1)
 
 
 def ks(a: ArrayLike, b: ArrayLike) -> np.ndarray:

@@ -12,8 +12,10 @@ from gelib.shifts import (
     centering_shift_exact,
     denominator_shift,
     denominator_shift_exact,
+    mha_shift_exact,
     step_shifts,
 )
+from gelib.spectra import mean_shift
 
 
 @pytest.mark.parametrize("n, d_k, beta", [(64, 32, 1.0), (128, 16, 0.7)])
@@ -36,6 +38,28 @@ def test_denominator_shift_exact_against_softmax_rows(n, d_k, beta):
     se = g.std(ddof=1) / math.sqrt(rows)
     exact = denominator_shift_exact(n, d_k, beta)
     assert abs(ratio - exact) < 4 * se, (ratio, exact, se)
+
+
+@pytest.mark.parametrize("n, d_k, beta", [(48, 16, 1.0), (96, 8, 0.8)])
+def test_mha_shift_exact_against_softmax_rows(n, d_k, beta):
+    """E[n sum_j p_j^2 - 1] / (e^{beta^2} - 1) - 1 over independent rows, within 4 standard errors."""
+    rng = np.random.default_rng(5)
+    rows, block = 30_000, 3000
+    energy = np.empty(rows)
+    for start in range(0, rows, block):  # each row its own query and keys
+        q, k = rng.standard_normal((block, d_k)), rng.standard_normal((block, n, d_k))
+        x = np.exp(beta * np.einsum("rd,rjd->rj", q, k) / math.sqrt(d_k))
+        p = x / x.sum(axis=1, keepdims=True)
+        energy[start : start + block] = n * np.sum(p**2, axis=1) - 1
+    e1 = math.expm1(beta**2)
+    se = energy.std(ddof=1) / math.sqrt(rows) / e1
+    assert abs(energy.mean() / e1 - 1 - mha_shift_exact(n, d_k, beta)) < 4 * se
+
+
+def test_mha_shift_exact_approaches_the_leading_order():
+    # mean_shift neglects O(d_K^-2 + n^-2 + (n d_K)^-1): the gap shrinks about fourfold when n and d_K double
+    gaps = [abs(mha_shift_exact(n, n / 4) - mean_shift(n, n / 4)) for n in (256, 512, 1024)]
+    assert gaps[2] < gaps[1] / 2.5 < gaps[0] / 6.25, gaps
 
 
 @pytest.mark.parametrize("beta", [0.5, 1.0])

@@ -21,6 +21,21 @@ def test_w1_and_ks_against_scipy():
     assert S.rel_w1(a[0], b[0]) == pytest.approx(S.w1(a[0], b[0]) / b[0].mean())
 
 
+def test_shape_w1_brackets_the_relative_w1():
+    rng = np.random.default_rng(1)
+    a, b = rng.gamma(2.0, size=(4, 64)), rng.gamma(2.5, size=(4, 64))
+    shift = a.mean(axis=1) / b.mean(axis=1) - 1
+    shape = S.shape_w1(a, b)
+    for i in range(4):  # against scipy on the rescaled reference
+        ref = b[i] * (1 + shift[i])
+        assert shape[i] == pytest.approx(scipy.stats.wasserstein_distance(a[i], ref) / b[i].mean(), rel=1e-12)
+    rel = S.rel_w1(a, b)
+    assert np.all(np.abs(shift) <= rel + 1e-15) and np.all(rel <= np.abs(shift) + shape + 1e-15)
+    # a pure rescaling has no shape: the relative W1 is then the shift alone
+    np.testing.assert_allclose(S.shape_w1(1.07 * b, b), 0, atol=1e-15)
+    np.testing.assert_allclose(S.rel_w1(1.07 * b, b), 0.07, rtol=1e-12)
+
+
 def test_summary_is_the_student_t_interval():
     v = np.array([0.3, 0.5, 0.2, 0.9, 0.4])
     s = S.summarize(v)
