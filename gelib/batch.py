@@ -437,7 +437,9 @@ def _open_run_dir(run_dir: Path, fresh: bool, force: bool) -> _Lock:
     return lock
 
 
-def estimate(root: Path, scale: str, chapters: list[str], device: str, accelerator: bool) -> list[dict]:
+def estimate(
+    root: Path, scale: str, chapters: list[str], device: str, accelerator: bool, rate: float | None = None
+) -> list[dict]:
     """What each chapter is expected to take at ``scale`` on this machine, and why.
 
     Per chapter (names as in ``_toc.yml``): the seconds of its latest finished
@@ -446,8 +448,13 @@ def estimate(root: Path, scale: str, chapters: list[str], device: str, accelerat
     (:mod:`gelib.reference_times`) of this scale on the same kind of machine
     (an accelerator or not), else none. Never extrapolated: where nothing was
     measured, ``seconds`` is ``None`` and the basis names the nearest measurement
-    (another kind of machine), if any. Rows: ``chapter``, ``seconds``,
-    ``lower_bound`` (the chapter was stopped, so it takes longer) and ``basis``.
+    (another kind of machine), if any. A reference run on a CPU that recorded its
+    machine's float64 matmul rate (``matmul_gflops``, :func:`gelib.spectra.machine_rates`
+    with the same BLAS threads) is scaled to this CPU by the ratio of the two rates:
+    the chapters' work is mostly matrix products and eigensolves, which follow it.
+    ``rate`` is this machine's rate in GFLOP/s (measured when needed if ``None``).
+    Rows: ``chapter``, ``seconds``, ``lower_bound`` (the chapter was stopped, so it
+    takes longer) and ``basis``.
     """
     from gelib import reference_times  # here, not at the top: this file also runs as a worker script
 
@@ -475,7 +482,15 @@ def estimate(root: Path, scale: str, chapters: list[str], device: str, accelerat
             secs = float(value[1] if bound else value)
             where = f"{ref['machine']}, {ref['jobs']} at a time, {ref['commit']} ({ref['date']})"
             if ref["accelerator"] == accelerator:
-                row.update(seconds=secs, lower_bound=bound, basis=where + (": stopped, not finished" if bound else ""))
+                note = ": stopped, not finished" if bound else ""
+                if not accelerator and ref.get("matmul_gflops"):
+                    if rate is None:
+                        from gelib.spectra import machine_rates
+
+                        rate = machine_rates()[0] / 1e9
+                    secs *= ref["matmul_gflops"] / rate
+                    note += f", scaled by the matmul rate ({rate:.0f} GFLOP/s here, {ref['matmul_gflops']:.0f} there)"
+                row.update(seconds=secs, lower_bound=bound, basis=where + note)
             else:
                 row["basis"] = f"not measured on this kind of machine; {'> ' if bound else ''}{secs:.0f} s on {where}"
             break

@@ -28,7 +28,7 @@ distance from the eigenvalues of every level of the chain of compressions
 ``C / sqrt(p)``; and :func:`moment_checks`, the first moments of simulated
 spectra against the exact moments of the limit law over a sweep of ``n``: the
 first moment against its predicted finite-size bias (:func:`first_moment_bias`)
-within twice the seed interval plus the next order, every moment's error
+within twice the seed interval (the bias is exact), every moment's error
 decaying from the smallest to the largest ``n``, and its fitted rate.
 
 Table 1 says that every step "preserves all fixed spectral moments":
@@ -55,7 +55,7 @@ from .keys import stream
 from .models import sigma_mean_ratio
 from .presets import PRESETS, Preset
 from .rates import PowerFit, fit_power_law
-from .shifts import STEPS, step_shifts
+from .shifts import STEPS, centering_shift_exact, denominator_shift_exact, mha_shift_exact
 from .spectra import Comparison, Summary, mean_shift, model_spectra, seed_flops, summarize
 
 __all__ = [
@@ -163,7 +163,9 @@ class TableRow:
 
     ``rel`` (relative W1, %), ``ks`` and ``shift`` (mean shift, %) are
     summaries over seeds; ``shift_seeds`` the per-seed shift (a fraction, shape
-    ``(seeds,)``); ``shift_pred`` the predicted shift ``100 b(n, d_K)`` (%);
+    ``(seeds,)``); ``shift_pred`` the leading-order shift ``100 b(n, d_K)`` (%) and
+    ``shift_exact`` the exact expected shift (%, :func:`gelib.shifts.mha_shift_exact`;
+    ``None`` for a tied layer);
     ``paper`` the paper's ``(mean, ci95)`` in per cent or ``None``; ``z`` the
     agreement with it, ``None`` unless the row runs at exact dimensions
     (``s == 1``) and the paper has a value; ``paper_ks`` and ``z_ks`` the same
@@ -184,6 +186,7 @@ class TableRow:
     z: float | None
     paper_ks: tuple[float, float] | None = None
     z_ks: float | None = None
+    shift_exact: float | None = None
 
 
 def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> TableRow:
@@ -210,6 +213,7 @@ def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> Table
         z=z,
         paper_ks=p.paper_ks,
         z_ks=z_ks,
+        shift_exact=None if cfg.tie_kv else 100 * mha_shift_exact(cfg.n, cfg.d_k, cfg.beta),
     )
 
 
@@ -234,7 +238,7 @@ def _cells(r: TableRow) -> list:
         r.rel.count,
         f"{r.rel.mean:.2f} ± {r.rel.ci95:.2f}",
         f"{r.ks.mean:.4f} ± {r.ks.ci95:.4f}",
-        f"{r.shift.mean:+.2f} ({r.shift_pred:+.2f})",
+        f"{r.shift.mean:+.2f} ({r.shift_pred if r.shift_exact is None else r.shift_exact:+.2f})",
         paper,
         z_cell(r.z, r.paper),
         paper_ks,
@@ -244,7 +248,8 @@ def _cells(r: TableRow) -> list:
 
 def markdown_table(rows: list[TableRow]) -> str:
     """The rows as a Markdown table with the columns :data:`HEADER`: means ± 95 %
-    half-widths over seeds, the mean shift with its prediction in brackets, the
+    half-widths over seeds, the mean shift with its exact prediction in brackets
+    (the leading order for a tied layer), the
     paper's values and ``z`` for W1 and KS (``n/a (shrunk)`` for a shrunk row of
     the paper)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
@@ -259,8 +264,8 @@ def markdown_table(rows: list[TableRow]) -> str:
 class BudgetRow:
     """One step of the first-moment budget (:func:`shift_budget`): the measured relative
     shift of the mean eigenvalue from model ``later`` to model ``earlier`` (per cent,
-    summarised over seeds), its leading-order prediction and the allowance for the
-    neglected orders (both in per cent)."""
+    summarised over seeds), its exact expected value and an allowance (both in per
+    cent; :func:`step_predictions` gives 0)."""
 
     step: str
     earlier: str
@@ -285,22 +290,27 @@ def step_predictions(cfg: AttentionConfig) -> dict[str, tuple[float, float]]:
     """Every step's predicted relative shift of the mean eigenvalue and its allowance, and the total's.
 
     ``{step: (predicted, allowance)}`` for the steps of :data:`gelib.shifts.STEPS` and
-    ``"total"``, as fractions. The steps are :func:`gelib.shifts.step_shifts` at leading
-    order, with allowance ``8 (1/d_K + 1/n) |predicted|`` (the neglected orders are
-    smaller than the prediction by a factor ``O(1/d_K + 1/n)``), except the covariance
-    step, whose mean shift is known exactly in expectation: the ratio of the mean
-    diagonals of the two kernels, :func:`gelib.models.sigma_mean_ratio` ``- 1`` (both
-    ``Sigma``'s expected traces are ``d_O`` times their kernel's mean diagonal); its
-    allowance ``8 |predicted| / n`` is for the mean of per-seed ratios against the ratio
-    of means. The steps multiply: the total is ``prod(1 + predicted) - 1``, with the sum
-    of the steps' allowances.
+    ``"total"``, as fractions, for an untied layer. Every prediction is the exact expected
+    ratio of the two models' mean eigenvalues at the layer's ``n`` and ``d_K`` (the
+    leading orders, :func:`gelib.shifts.step_shifts`, are the guide to read them):
+    the denominator step :func:`gelib.shifts.denominator_shift_exact`, centering
+    :func:`gelib.shifts.centering_shift_exact`, the covariance step the ratio of the
+    kernels' mean diagonals :func:`gelib.models.sigma_mean_ratio` ``- 1`` (both
+    ``Sigma``'s expected traces are ``d_O`` times their kernel's mean diagonal), and the
+    Gaussian-rows and query-substitution steps 0 (their models' rows have the same
+    covariance). The steps multiply, so the total is ``prod(1 + predicted) - 1``, which
+    is :func:`gelib.shifts.mha_shift_exact`. The allowance is 0: the only tolerance left
+    is the seed interval (:attr:`BudgetRow.agrees`), which also covers the difference
+    between a mean of per-seed ratios and this ratio of expectations (second order in
+    one seed's relative fluctuation of the mean eigenvalue).
     """
-    lead = step_shifts(cfg.n, cfg.d_k, cfg.beta)
-    out = {step: (lead[step], 8 * (1 / cfg.d_k + 1 / cfg.n) * abs(lead[step])) for step, _, _ in STEPS}
-    cov = sigma_mean_ratio(cfg.d_k, cfg.beta) - 1
-    out["covariance"] = (cov, 8 * abs(cov) / cfg.n)
-    total = math.prod(1 + p for p, _ in out.values()) - 1
-    out["total"] = (total, sum(a for _, a in out.values()))
+    if cfg.tie_kv:
+        raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
+    out = {step: (0.0, 0.0) for step, _, _ in STEPS}
+    out["denominator"] = (denominator_shift_exact(cfg.n, cfg.d_k, cfg.beta), 0.0)
+    out["centering"] = (centering_shift_exact(cfg.d_k, cfg.beta), 0.0)
+    out["covariance"] = (sigma_mean_ratio(cfg.d_k, cfg.beta) - 1, 0.0)
+    out["total"] = (math.prod(1 + p for p, _ in out.values()) - 1, 0.0)
     return out
 
 
@@ -625,12 +635,12 @@ def moment_steps_markdown(sweep: MomentSweep, predicted: Mapping[str, float] | N
     mean ± 95 % over seeds) and the fitted slope of its absolute value against ``n`` (± 95 %).
 
     ``predicted``: ``{step: relative shift of m_1}`` (a fraction), shown in
-    brackets as ``log(1 + shift)``; default :func:`gelib.shifts.step_shifts` at
-    the largest ``n`` where the sweep knows its layer.
+    brackets as ``log(1 + shift)``; default the exact expected shifts of
+    :func:`step_predictions` at the largest ``n`` where the sweep knows its layer.
     """
     k, n = sweep.k, sweep.ns[-1]
     if predicted is None and sweep.cfg is not None:
-        predicted = step_shifts(sweep.cfg.n, sweep.cfg.d_k, sweep.cfg.beta)
+        predicted = {step: p for step, (p, _) in step_predictions(sweep.cfg).items() if step != "total"}
     head = [f"$m_{j}$ at $n$ = {n} (%)" for j in range(1, k + 1)] + [f"slope $m_{j}$" for j in range(1, k + 1)]
     lines = ["| step | models | " + " | ".join(head) + " |", "|---|---|" + "---|" * (2 * k)]
     for name, a, b in sweep.steps:
@@ -715,14 +725,16 @@ def first_moment_bias(model: str, cfg: AttentionConfig) -> tuple[float, float] |
       over ``V`` (i.i.d. ``N(0, 1)``, independent of ``K``) ``E tr M_r = (d_V / n) E tr T``,
       and ``E tr T = n (beta^2 + alpha^2) = n (e^{beta^2} - 1)``: ``E m_1 = (e^{beta^2} - 1) d_O / n``,
       the law's first moment.
-    * ``"mha"``: :func:`gelib.spectra.mean_shift` and :func:`mean_shift_remainder`.
+    * ``"mha"``: :func:`gelib.shifts.mha_shift_exact`, the exact expectation at finite ``n``
+      and ``d_K``, with allowance 0 (:func:`gelib.spectra.mean_shift` is its leading order,
+      :func:`mean_shift_remainder` an estimate of what that neglects).
     """
     if cfg.tie_kv:
         raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
     if model == "yg":
         return 0.0, 0.0
     if model == "mha":
-        return mean_shift(cfg.n, cfg.d_k, cfg.beta), mean_shift_remainder(cfg.n, cfg.d_k, cfg.beta)
+        return mha_shift_exact(cfg.n, cfg.d_k, cfg.beta), 0.0
     return None
 
 

@@ -327,6 +327,22 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
     rows = {r["chapter"]: r for r in batch.estimate(book, "paper", todo, "E", False)}
     assert rows["good"]["seconds"] is None and rows["model"]["seconds"] is None
     assert "not measured on this kind of machine" in rows["model"]["basis"]
+    # a CPU reference that recorded its matmul rate is scaled to this CPU's rate
+    cpu = {
+        "machine": "M",
+        "accelerator": False,
+        "scale": "paper",
+        "jobs": 1,
+        "commit": "c",
+        "date": "d",
+        "matmul_gflops": 60.0,
+        "chapters": {"model": 100.0, "centering": (">", 50.0)},
+    }
+    monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", (cpu,))
+    rows = {r["chapter"]: r for r in batch.estimate(book, "paper", ["book/model", "book/centering"], "E", False, 120.0)}
+    assert rows["model"]["seconds"] == pytest.approx(50.0) and "120 GFLOP/s here, 60 there" in rows["model"]["basis"]
+    assert rows["centering"]["seconds"] == pytest.approx(25.0) and rows["centering"]["lower_bound"]
+    monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", REFERENCE_RUNS)
     # --estimate prints the table and runs nothing
     monkeypatch.setattr(batch, "_device", lambda: ("D", True))
     assert run_batch(book, "paper", only_estimate=True) == 0

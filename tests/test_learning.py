@@ -347,14 +347,16 @@ TIED = AttentionConfig(n=256, d=512, h=4, d_k=64, d_o=128, tie_kv=True)
 
 
 def test_predicted_shift_is_the_first_moment_bias():
+    from gelib.shifts import mha_shift_exact
     from gelib.spectra import mean_shift
     from gelib.tables import mean_shift_remainder
 
     b, r = MK.predicted_shift(UNTIED)
-    assert b == mean_shift(256, 64) and r == mean_shift_remainder(256, 64)
-    # about 1.58 / d_K - 12.1 / n at beta = 1; the remainder is the square of the first order, signs dropped
-    assert b == pytest.approx(1.582 / 64 - 12.06 / 256, abs=2e-3)
-    assert r == pytest.approx((1.582 / 64 + 12.06 / 256) ** 2, rel=2e-3)
+    assert b == mha_shift_exact(256, 64) and r == 0.0  # exact: nothing neglected
+    # its leading order is about 1.58 / d_K - 12.1 / n at beta = 1; what that neglects is of the
+    # size of the square of the first order
+    assert mean_shift(256, 64) == pytest.approx(1.582 / 64 - 12.06 / 256, abs=2e-3)
+    assert abs(b - mean_shift(256, 64)) < mean_shift_remainder(256, 64)
     assert MK.predicted_shift(TIED) is None
 
 

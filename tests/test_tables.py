@@ -76,6 +76,10 @@ def test_row_z_and_prediction():
     km, kc = p.paper_ks
     assert row.z_ks == pytest.approx((ks.mean - km) / math.sqrt(ks.ci95**2 + kc**2), rel=1e-9)
     assert row.shift_pred == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), rel=1e-12)
+    from gelib.shifts import mha_shift_exact
+
+    assert row.shift_exact == pytest.approx(100 * mha_shift_exact(cfg.n, cfg.d_k), rel=1e-12)
+    assert f"({row.shift_exact:+.2f})" in markdown_table([row])
     assert row.shift.mean == pytest.approx(100 * (factors.mean() - 1), rel=1e-9)
     # a shrunk row of the paper and a row the paper does not have get no z
     assert table_row(p.name, cfg, 2, row.res).z is None
@@ -214,16 +218,19 @@ def test_shift_budget_measures_each_step_and_the_total():
     for r in rows:
         assert r.measured.mean == pytest.approx(100 * (factors[r.earlier] / factors[r.later] - 1), rel=1e-9)
         assert r.measured.ci95 == pytest.approx(0, abs=1e-9)
+    from gelib.shifts import centering_shift_exact, denominator_shift_exact, mha_shift_exact
+
+    # the exact expectation of every step; the steps multiply to the whole chain's exact shift,
+    # computed by other formulas (the softmax row's integral over e^{beta^2} - 1)
     pred = step_shifts(cfg.n, cfg.d_k)
-    # leading order for every step but the covariance, whose shift is the exact ratio of the kernels' diagonals
     cov = sigma_mean_ratio(cfg.d_k, 1.0) - 1
+    assert rows[0].predicted == pytest.approx(100 * denominator_shift_exact(cfg.n, cfg.d_k), rel=1e-12)
+    assert rows[1].predicted == pytest.approx(100 * centering_shift_exact(cfg.d_k), rel=1e-12)
     assert rows[3].step == "covariance" and rows[3].predicted == pytest.approx(100 * cov, rel=1e-12)
+    assert rows[2].predicted == rows[4].predicted == 0
     assert cov == pytest.approx(pred["covariance"], rel=8 / cfg.d_k)  # the leading order of the same
-    total = (1 + pred["denominator"]) * (1 + pred["centering"]) * (1 + cov) - 1  # the steps multiply
-    assert rows[-1].predicted == pytest.approx(100 * total, rel=1e-12)
-    assert rows[-1].predicted == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), abs=100 * 8 / cfg.d_k**2)
-    assert rows[0].allowance == pytest.approx(100 * 8 * (1 / 32 + 1 / 256) * abs(pred["denominator"]))
-    assert rows[-1].allowance == pytest.approx(sum(r.allowance for r in rows[:-1]))
+    assert rows[-1].predicted == pytest.approx(100 * mha_shift_exact(cfg.n, cfg.d_k), rel=1e-9)
+    assert all(r.allowance == 0 for r in rows)
     assert rows[2].agrees is True  # 0 % measured, 0 % predicted for the Gaussian rows
     assert rows[4].agrees is False  # the same: a measured 1 % where 0 is predicted does not agree
     table = budget_markdown(rows).splitlines()
@@ -382,21 +389,26 @@ def test_mean_shift_remainder_is_the_square_of_the_first_order_terms():
     assert mean_shift(1, 10**12) == pytest.approx(-12.1, abs=0.1)
 
 
-def test_first_moment_bias_of_yg_is_zero_against_monte_carlo():
-    """Y^G's mean first moment equals the law's at a small size: the mean of m_1 over many draws of
-    gelib's Y^G (no closed form used) is within 4 standard errors of (e^{beta^2} - 1) d_O / n;
-    the softmax layer gets mean_shift; tied layers are refused; other models have no prediction."""
+def test_first_moment_bias_against_monte_carlo():
+    """Both predicted first-moment biases at a small size, against the mean of m_1 over many
+    draws of gelib's models (no closed form used), within 4 standard errors: Y^G's is 0, the
+    softmax layer's is mha_shift_exact (with allowance 0); tied layers are refused; other
+    models have no prediction."""
     import jax
 
+    from gelib.shifts import mha_shift_exact
     from gelib.spectra import model_spectra
-    from gelib.tables import first_moment_bias, mean_shift_remainder
+    from gelib.tables import first_moment_bias
 
     cfg = AttentionConfig(n=12, d=20, h=2, d_k=5, d_v=3, d_o=20, beta=1.1)
     assert first_moment_bias("yg", cfg) == (0.0, 0.0)
-    m1 = model_spectra(jax.random.key(5), cfg, ("yg",), 600, progress=False)["yg"].mean(axis=1)
+    assert first_moment_bias("mha", cfg) == (mha_shift_exact(12, 5, 1.1), 0.0)
+    spectra = model_spectra(jax.random.key(5), cfg, ("mha", "yg"), 600, progress=False)
     law = math.expm1(cfg.beta**2) * cfg.d_o / cfg.n
-    assert abs(m1.mean() - law) <= 4 * m1.std(ddof=1) / math.sqrt(m1.size), (m1.mean(), law)
-    assert first_moment_bias("mha", cfg) == (mean_shift(12, 5, 1.1), mean_shift_remainder(12, 5, 1.1))
+    for model in ("mha", "yg"):
+        m1 = spectra[model].mean(axis=1)
+        want = law * (1 + first_moment_bias(model, cfg)[0])
+        assert abs(m1.mean() - want) <= 4 * m1.std(ddof=1) / math.sqrt(m1.size), (model, m1.mean(), want)
     assert first_moment_bias("yf", cfg) is None
     with pytest.raises(ValueError, match="untied"):
         first_moment_bias("yg", cfg.replace(d_v=5, tie_kv=True))
@@ -414,6 +426,7 @@ def _uniform_spectra(rng, ns, seeds, drift, scale=1.0):
 
 def test_moment_checks_errors_fits_and_failures():
     from gelib.rates import fit_power_law
+    from gelib.shifts import mha_shift_exact
     from gelib.tables import moment_checks, moment_checks_markdown
 
     rng = np.random.default_rng(17)
@@ -432,9 +445,9 @@ def test_moment_checks_errors_fits_and_failures():
     assert by["a", 2].fit.slope == pytest.approx(fit_power_law(ns, np.abs(direct)).slope, rel=1e-12)
     fit = by["a", 2].fit
     assert abs(fit.slope + 1) <= 2 * fit.ci95 and fit.slope + fit.ci95 < 0 and by["a", 2].decided
-    # predictions of m_1 only, at every n: Y^G's is 0, the softmax layer's mean_shift
+    # predictions of m_1 only, at every n: Y^G's is 0, the softmax layer's mha_shift_exact
     assert by["yg", 2].bias is None and np.all(by["yg", 1].bias == 0) and by["a", 1].bias is None
-    np.testing.assert_allclose(by["mha", 1].bias, [mean_shift(n, n // 8) for n in ns], rtol=1e-12)
+    np.testing.assert_allclose(by["mha", 1].bias, [mha_shift_exact(n, n // 8) for n in ns], rtol=1e-12)
     # a model at the predicted rate passes; a biased Y^G fails the bias check only; a stuck one fails
     # the decay and the rate
     assert all(not by["a", k].failures() for k in (1, 2, 3))
