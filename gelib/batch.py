@@ -80,10 +80,11 @@ __all__ = [
     "render_book",
 ]
 
-#: Where no earlier run of the scale gives the chapters' times (a fresh clone), these
-#: start first, slowest first: at the default scale the finite-size table (every row
-#: of Table 2 at its exact dimensions) takes several minutes, the learning chapters
-#: about two each, every other chapter under one.
+#: Where neither an earlier run of the scale nor a reference run of it on this kind of
+#: machine (:mod:`gelib.reference_times`) gives the chapters' times, these start first,
+#: slowest first: at the default scale the finite-size table (every row of Table 2 at
+#: its exact dimensions) takes several minutes, the learning chapters about two each,
+#: every other chapter about one.
 SLOW_FIRST: tuple[str, ...] = ("finite_size_table", "readout_learning", "parameter_sharing")
 
 ROOT_FILES = ("_config.yml", "_toc.yml")
@@ -613,6 +614,18 @@ def run_batch(
         lock.release()
 
 
+def _reference_seconds(scale: str, accelerator: bool) -> dict[str, float]:
+    """Chapter seconds of the newest reference run (:mod:`gelib.reference_times`) of ``scale``
+    on the same kind of machine, ``{}`` if none (a stopped chapter counts its lower bound)."""
+    from gelib import reference_times
+
+    refs = [r for r in reference_times.REFERENCE_RUNS if r["scale"] == scale and r["accelerator"] == accelerator]
+    if not refs:
+        return {}
+    ref = max(refs, key=lambda r: r["date"])
+    return {n: float(v[1] if isinstance(v, (tuple, list)) else v) for n, v in ref["chapters"].items()}
+
+
 def _publish(html: Path, book: Path) -> None:
     """Replace the book's HTML folder by a copy of ``html``, swapping by renames."""
     new, old = book.with_name(book.name + ".new"), book.with_name(book.name + ".old")
@@ -646,8 +659,9 @@ def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, r
         last = {n: c.get("seconds", 0) for n, c in rec.get("chapters", {}).items() if c.get("status") == "ok"}
         if last:
             break
-    if not last:  # a fresh clone: the chapters known to take longest go first
-        last = {name: len(SLOW_FIRST) - i for i, name in enumerate(SLOW_FIRST)}
+    if not last:  # a fresh clone: the newest measured reference run of this scale and kind, else SLOW_FIRST
+        last = _reference_seconds(scale, record.get("accelerator", False))
+        last = last or {name: len(SLOW_FIRST) - i for i, name in enumerate(SLOW_FIRST)}
     pending.sort(key=lambda f: -last.get(Path(f).name, 0))
     _write_json(run_dir / "record.json", record)
 

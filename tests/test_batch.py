@@ -122,6 +122,21 @@ def test_slow_chapters_start_first_on_a_fresh_clone_then_by_the_last_run(book, c
     (book / "book" / "good.md").write_text(chapter(["x = 1"]))
     assert run_batch(book, "default", out=book / "_build" / "runs" / "default-1", render=False, jobs=1) == 0
     assert started() == ["good", "bad"]  # nothing known: the book's order
+    # a fresh clone with a reference run of the scale on this kind of machine: its times decide
+    ref = {
+        "machine": "M",
+        "accelerator": False,
+        "scale": "ci",
+        "jobs": 1,
+        "commit": "c",
+        "date": "2026-01-01",
+        "chapters": {"bad": 30.0, "good": 2.0},
+    }
+    monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", (ref,))
+    monkeypatch.setattr(gelib.batch, "_device", lambda: ("cpu", False))
+    shutil.rmtree(book / "_build" / "runs")  # no earlier run of any scale
+    assert run_batch(book, "ci", out=book / "_build" / "runs" / "ci-2", render=False, jobs=1) == 0
+    assert started() == ["bad", "good"]
 
 
 def test_overrides_are_checked_against_each_chapters_parameters(book, capsys):
