@@ -258,7 +258,7 @@ def close(fig: Figure) -> None:
 # Histograms of spectra with their limit laws over them (the limit-law,
 # spectral-shapes and finite-size chapters); the laws are gelib.freeprob.Law.
 
-__all__ += ["at_atoms", "law_histograms", "density_curves", "bound_plot", "rate_panels"]
+__all__ += ["at_atoms", "law_histograms", "density_curves", "rate_panels"]
 
 
 def at_atoms(eigs: ArrayLike, law: Law, tol: float = 1e-6) -> np.ndarray:
@@ -410,41 +410,6 @@ def density_curves(ax: Axes, laws: Sequence[Law], labels: Sequence[str], title: 
     return ax
 
 
-def bound_plot(
-    ax: Axes,
-    ns: Sequence[int],
-    values: dict,
-    bounds: Sequence[float],
-    exponent: float = -0.5,
-    ylabel: str = "",
-    bound_label: str = r"bounds $C/\sqrt{n}$",
-    colors: Sequence[str] = COLORS,
-) -> Axes:
-    """A distance against ``n`` with the bound ``C n^exponent`` asserted on it, on log-log axes.
-
-    ``values`` is ``{label: array (len(ns), seeds)}`` (markers and line: the
-    mean over seeds; bars: the range); ``bounds`` the constants ``C``, one per
-    series in the same order, each drawn dashed in the series' colour over
-    ``[min(ns) / 1.2, 1.2 max(ns)]``. Returns ``ax``.
-    """
-    grid = np.geomspace(min(ns) / 1.2, max(ns) * 1.2, 20)
-    for (label, v), color in zip(values.items(), colors):
-        v = np.asarray(v, dtype=float).reshape(len(ns), -1)
-        mean = v.mean(1)
-        ax.errorbar(
-            ns, mean, yerr=[mean - v.min(1), v.max(1) - mean], fmt="o-", ms=4, capsize=2, color=color, label=label
-        )
-    for c, color in zip(bounds, colors):
-        ax.plot(grid, c * grid**exponent, "--", color=color, lw=1)
-    ax.plot([], [], "k--", lw=1, label=bound_label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("context length $n$")
-    ax.set_ylabel(ylabel)
-    ax.legend()
-    return ax
-
-
 def rate_panels(
     axes: Sequence[Axes],
     ns: Sequence[int],
@@ -474,7 +439,7 @@ def rate_panels(
 
 # --- the limit-law chapter's figures ---
 
-__all__ += ["chain_figure", "allocation_figure", "bound_figure"]
+__all__ += ["chain_figure", "allocation_figure"]
 
 
 def chain_figure(
@@ -568,42 +533,6 @@ def allocation_figure(splits: Sequence[AttentionConfig], outputs: Sequence[Atten
         density_curves(ax, laws, labels, title, log=log)
     fig.tight_layout()
     return fig
-
-
-def bound_figure(
-    ns: Sequence[int],
-    values: dict,
-    bounds: Sequence[float],
-    ylabel: str = "",
-    exponent: float = -0.5,
-    figsize: tuple[float, float] = (6, 3.6),
-) -> tuple[Figure, dict[str, PowerFit]]:
-    """A figure of one :func:`bound_plot`, and the power law fitted to every series.
-
-    Parameters
-    ----------
-    ns
-        The sizes of the sweep, shape ``(k,)``.
-    values
-        ``{label: array (k, seeds)}``, the distances at every size and seed.
-    bounds
-        The constants ``C`` of the bounds ``C n^exponent``, one per series.
-    ylabel
-        The y-label.
-    exponent
-        The exponent of the bounds.
-    figsize
-        The figure's size.
-
-    Returns
-    -------
-    figure : matplotlib.figure.Figure
-    fits : dict[str, PowerFit]
-        ``{label: gelib.rates.fit_power_law(ns, values[label])}`` (fitted, not drawn).
-    """
-    fig, ax = plt.subplots(figsize=figsize)
-    bound_plot(ax, ns, values, bounds, exponent=exponent, ylabel=ylabel)
-    return fig, {label: fit_power_law(ns, v) for label, v in values.items()}
 
 
 # --- learning curves ---

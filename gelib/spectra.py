@@ -88,8 +88,6 @@ __all__ = [
     "edge_statistics",
     "edge_rate",
     "edge_rates",
-    "W1_ENVELOPE",
-    "KS_ENVELOPE",
 ]
 
 
@@ -683,14 +681,3 @@ def edge_rates(at_n, law, margin: float = 4.0) -> dict[str, tuple[list[EdgeStati
         stats = [edge_statistics(at_n[n][m], law, margin) for n in ns]
         out[m] = stats, edge_rate(ns, [st.deviation for st in stats])
     return out
-
-
-#: The calibrated envelopes ``C`` of the relative W1 distance of a simulated spectrum to its
-#: limit law, ``W1 / mean <= C / sqrt(n)``, per model (``"mha"``: the softmax layer, ``"yg"``:
-#: its Gaussian equivalent). Calibrated on draws (the limit-law chapter shows the calibration),
-#: not derived; one definition for every chapter that uses them.
-W1_ENVELOPE: dict[str, float] = {"yg": 1.5, "mha": 2.5}
-
-#: The calibrated envelope ``C`` of the KS distance to the limit law, ``KS <= C / sqrt(n)``
-#: (both models); calibrated like :data:`W1_ENVELOPE`.
-KS_ENVELOPE: float = 1.0

@@ -24,8 +24,8 @@ so the limit law.
 
 The limit-law chapter's tables are here too: :func:`level_w1_table`, the W1
 distance from the eigenvalues of every level of the chain of compressions
-(:func:`gelib.levels.level_spectra`) to that level's law, against the bound
-``C / sqrt(p)``; and :func:`moment_checks`, the first moments of simulated
+(:func:`gelib.levels.level_spectra`) to that level's law, split into the shift of
+the mean and the shape part; and :func:`moment_checks`, the first moments of simulated
 spectra against the exact moments of the limit law over a sweep of ``n``: the
 first moment against its predicted finite-size bias (:func:`first_moment_bias`)
 within twice the seed interval (the bias is exact), every moment's error
@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
-from .freeprob import Law, w1_to_law
+from .freeprob import Law, ToLaw, shape_to_law
 from .keys import stream
 from .models import sigma_mean_ratio
 from .presets import PRESETS, Preset
@@ -384,23 +384,21 @@ def level_w1_table(
     levels: Mapping[str, ArrayLike],
     laws: Mapping[str, Law],
     cfg: AttentionConfig,
-    c_w1: float,
     titles: Mapping[str, str] = LEVEL_TITLES,
     atom_tol: float = 1e-6,
-) -> tuple[str, dict[str, tuple[float, float]]]:
-    """The W1 distance from every level's eigenvalues to its law, relative to the law's mean.
+) -> tuple[str, dict[str, ToLaw]]:
+    """The W1 distance from every level's eigenvalues to its law, relative to the law's mean,
+    split into the shift of the mean and the shape part (:func:`gelib.freeprob.shape_to_law`).
 
     Parameters
     ----------
     levels
-        ``{level: eigenvalues}`` (any shape, flattened), e.g. from
+        ``{level: eigenvalues}`` (any shape, flattened: one spectrum), e.g. from
         :func:`gelib.levels.level_spectra`.
     laws
         ``{level: law}``; the table has one row per law, in this order.
     cfg
         The layer, for the size ``p`` of every level (:func:`level_sizes`).
-    c_w1
-        The constant ``C`` of the bound ``C / sqrt(p)``.
     titles
         The first column: ``{level: name}``.
     atom_tol
@@ -411,19 +409,21 @@ def level_w1_table(
     -------
     table : str
         A Markdown table: level, size ``p``, the law's atoms (mass at location),
-        ``W1 / mean`` and the bound.
-    distances : dict[str, tuple[float, float]]
-        ``{level: (w1_to_law(eigenvalues, law) / mean of the law, C / sqrt(p))}``.
+        ``W1 / mean``, the shift ``s - 1`` of the mean and the shape part.
+    distances : dict[str, gelib.freeprob.ToLaw]
+        ``{level: shape_to_law(eigenvalues, law)}`` (one seed); its
+        :meth:`~gelib.freeprob.ToLaw.sandwiched` is the certainty ``|s - 1| <= W1 / mean <= |s - 1| + shape``.
     """
     sizes = level_sizes(cfg)
-    rows = ["| level | size | atoms | W1 / mean | bound $C/\\sqrt{p}$ |", "|---|---|---|---|---|"]
+    rows = ["| level | size | atoms | W1 / mean | shift of the mean | shape part |", "|---|---|---|---|---|---|"]
     distances = {}
     for name, law in laws.items():
-        dist = w1_to_law(levels[name], law, atom_tol=atom_tol) / law.moments(1)[0]
-        bound = c_w1 / math.sqrt(sizes[name])
+        got = shape_to_law(np.asarray(levels[name], dtype=float).ravel()[None], law, atom_tol)
         atoms = ", ".join(f"{m:.3f} at {x:.3g}" for x, m in law.atoms()) or "none"
-        rows.append(f"| {titles[name]} | {sizes[name]} | {atoms} | {dist:.4f} | {bound:.4f} |")
-        distances[name] = (dist, bound)
+        rows.append(
+            f"| {titles[name]} | {sizes[name]} | {atoms} | {got.w1[0]:.4f} | {got.shift[0]:+.4f} | {got.shape[0]:.4f} |"
+        )
+        distances[name] = got
     return "\n".join(rows), distances
 
 

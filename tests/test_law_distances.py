@@ -14,6 +14,7 @@ from gelib.freeprob import (
     marchenko_pastur,
     polynomial,
     scale,
+    shape_to_law,
     w1_to_law,
 )
 
@@ -62,3 +63,19 @@ def test_distances_to_law_per_seed():
     assert k[0] <= 1 / 400 + 1e-9 and k[1] > 0.05
     assert w[1] == pytest.approx(w1_to_law(rows[1], law) / 2.5, rel=1e-12)
     assert k[2] == pytest.approx(ks_to_law(rows[2], law), rel=1e-12)
+
+
+def test_shape_to_law_splits_the_shift_from_the_shape():
+    # the law's quantiles scaled by c: shift c - 1, W1 = |c - 1| (a rescaling), shape 0; noisy rows
+    # of an MP law with an atom at 0 obey |shift| <= W1 <= |shift| + shape
+    law = scale(marchenko_pastur(0.5), 2.5)
+    q = law.quantile((np.arange(400) + 0.5) / 400)
+    got = shape_to_law(np.stack([q, 1.2 * q]), law)
+    assert got.shift == pytest.approx([0.0, 0.2], abs=1e-3)
+    assert got.w1[1] == pytest.approx(0.2, abs=1e-3) and got.shape[1] == pytest.approx(1.2 * got.shape[0])
+    assert np.all(got.shape < 3e-3)
+    x = np.random.default_rng(1).standard_normal((3, 300, 120))
+    atom = marchenko_pastur(300 / 120)
+    noisy = shape_to_law(np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 120), atom)
+    assert noisy.sandwiched() and np.all(noisy.shape > 0) and np.all(noisy.ks > 0)
+    assert np.allclose(noisy.w1, distances_to_law(np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 120), atom)[0])

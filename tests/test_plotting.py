@@ -16,7 +16,6 @@ from gelib.law import chain  # noqa: E402
 from gelib.plotting import (  # noqa: E402
     allocation_figure,
     at_atoms,
-    bound_figure,
     chain_figure,
     density_curves,
     law_histograms,
@@ -212,20 +211,6 @@ def test_allocation_figure_curves():
                 assert np.trapezoid(x * y, x) == pytest.approx(mu.moments(1)[0], rel=1e-2)
             # the continuous mass of the law over the drawn range
             assert mass == pytest.approx(mu.cdf(x[-1]) - mu.cdf(x[0]), rel=1e-2)
-
-
-def test_bound_figure_fits_and_bounds():
-    ns = (128, 256, 512)
-    values = {"a": 0.3 * np.asarray(ns, float)[:, None] ** -0.7 * np.ones((3, 4)), "b": np.full((3, 2), 0.01)}
-    fig, fits = bound_figure(ns, values, (1.5, 2.5), ylabel="W1")
-    (ax,) = fig.axes
-    assert (ax.get_xscale(), ax.get_yscale(), ax.get_ylabel()) == ("log", "log", "W1")
-    assert list(fits) == ["a", "b"]
-    assert fits["a"].slope == pytest.approx(-0.7, abs=1e-12) and fits["a"].prefactor == pytest.approx(0.3)
-    assert fits["b"].slope == pytest.approx(0.0, abs=1e-12)
-    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--" and len(line.get_xdata()) > 1]
-    for line, c in zip(dashed, (1.5, 2.5)):
-        np.testing.assert_allclose(line.get_ydata(), c * line.get_xdata() ** -0.5, rtol=1e-12)
 
 
 def test_law_figure_marks_the_support_and_the_mean():

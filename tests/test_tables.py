@@ -175,22 +175,31 @@ def test_level_w1_table_against_a_direct_w1(wishart):
     # T = 2 W + 1/2: W1 scales by 2, the mean is 2.5, so W1 / mean is 0.8 times that of W
     levels = {"W": wishart, "T": 2 * wishart + 0.5, "mu_V": wishart}
     laws = {"W": law, "T": affine(law, 2.0, 0.5), "mu_V": law}
-    table, dist = level_w1_table(levels, laws, cfg, 1.5)
+    table, dist = level_w1_table(levels, laws, cfg)
     direct = _w1_by_grid(wishart, lambda x: _mp_cdf_closed_form(x, P / N), 1.1 * (1 + np.sqrt(P / N)) ** 2)
     assert 0.005 < direct < 0.1
     assert list(dist) == ["W", "T", "mu_V"]
-    assert dist["W"][0] == pytest.approx(direct, rel=2e-3)
-    assert dist["T"][0] == pytest.approx(0.8 * dist["W"][0], rel=1e-6)
-    assert dist["W"][1] == pytest.approx(1.5 / math.sqrt(P)) and dist["mu_V"][1] == pytest.approx(1.5 / 10)
+    assert dist["W"].w1[0] == pytest.approx(direct, rel=2e-3)
+    assert dist["T"].w1[0] == pytest.approx(0.8 * dist["W"].w1[0], rel=1e-6)
+    assert dist["W"].shift[0] == pytest.approx(wishart.mean() - 1, abs=1e-12)
+    assert all(d.sandwiched() for d in dist.values())  # |shift| <= W1 / mean <= |shift| + shape
     lines = table.splitlines()
-    assert len(lines) == 2 + 3 and all(line.count("|") == 6 for line in lines)
+    assert len(lines) == 2 + 3 and all(line.count("|") == 7 for line in lines)
     cells = [c.strip() for c in lines[2].split("|")[1:-1]]
-    assert cells == [LEVEL_TITLES["W"], "400", "0.600 at 0", f"{dist['W'][0]:.4f}", f"{1.5 / 20:.4f}"]
+    w = dist["W"]
+    assert cells == [
+        LEVEL_TITLES["W"],
+        "400",
+        "0.600 at 0",
+        f"{w.w1[0]:.4f}",
+        f"{w.shift[0]:+.4f}",
+        f"{w.shape[0]:.4f}",
+    ]
     assert lines[3].split("|")[3].strip() == "0.600 at 0.5"  # T moves the atom to alpha^2
     # a law without atoms, and other titles
     y = np.random.default_rng(1).standard_normal((100, 200))
     table, _ = level_w1_table(
-        {"mu_V": np.linalg.eigvalsh(y @ y.T / 200)}, {"mu_V": marchenko_pastur(0.5)}, cfg, 1.0, {"mu_V": "M"}
+        {"mu_V": np.linalg.eigvalsh(y @ y.T / 200)}, {"mu_V": marchenko_pastur(0.5)}, cfg, {"mu_V": "M"}
     )
     assert [c.strip() for c in table.splitlines()[2].split("|")[1:4]] == ["M", "100", "none"]
 

@@ -25,7 +25,8 @@ The public names, all imported from here (``from gelib.freeprob import Law,
 marchenko_pastur``): the law, :class:`Law`; the builders :func:`dirac`,
 :func:`marchenko_pastur`, :func:`compress`, :func:`affine`, :func:`scale`,
 :func:`polynomial`; the distances :func:`w1_to_law`, :func:`ks_to_law`,
-:func:`distances_to_law` (per seed) and :func:`law_w1` (between two laws); the
+:func:`distances_to_law` (per seed), :func:`shape_to_law` (per seed, split into the mean
+shift and the shape part, a :class:`ToLaw`) and :func:`law_w1` (between two laws); the
 S-transform's Taylor series :func:`s_transform_series`; the closed-form
 oracles :class:`Oracle`, :func:`fuss_catalan`, :func:`mp_product`,
 :func:`mp_product_moments` and :func:`oracle_errors` (products of
@@ -110,7 +111,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from .builders import affine, compress, dirac, marchenko_pastur, polynomial, scale  # noqa: E402
-from .distances import distances_to_law, ks_to_law, law_w1, w1_to_law  # noqa: E402
+from .distances import ToLaw, distances_to_law, ks_to_law, law_w1, shape_to_law, w1_to_law  # noqa: E402
 from .law import Law  # noqa: E402
 from .moments import s_transform_series  # noqa: E402
 from .oracles import Oracle, fuss_catalan, mp_product, mp_product_moments, oracle_errors  # noqa: E402
@@ -129,6 +130,8 @@ __all__ = [
     "w1_to_law",
     "ks_to_law",
     "distances_to_law",
+    "ToLaw",
+    "shape_to_law",
     "law_w1",
     "s_transform_series",
     "Oracle",

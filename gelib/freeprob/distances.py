@@ -6,18 +6,22 @@ eigenvalues, the edges, the atoms and the nodes of the distribution
 function's panels (:attr:`~gelib.freeprob.Law.cdf_nodes`); KS compares left
 and right limits at every eigenvalue and atom.  Only public members of
 :class:`~gelib.freeprob.Law` are used.  :func:`~gelib.freeprob.distances_to_law` applies both
-to every row of a ``(seeds, n)`` array of spectra; :func:`~gelib.freeprob.law_w1` is the W1
-distance between two laws (each possibly divided by a scale).
+to every row of a ``(seeds, n)`` array of spectra, and :func:`~gelib.freeprob.shape_to_law`
+splits the relative W1 into the shift of the mean and the *shape part* (the distance to the law
+rescaled to each spectrum's mean); :func:`~gelib.freeprob.law_w1` is the W1 distance between two
+laws (each possibly divided by a scale).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .law import Law
 
-__all__ = ["w1_to_law", "ks_to_law", "distances_to_law", "law_w1"]
+__all__ = ["w1_to_law", "ks_to_law", "distances_to_law", "ToLaw", "shape_to_law", "law_w1"]
 
 
 def _snap(eigs: ArrayLike, law: Law, atom_tol: float) -> np.ndarray:
@@ -77,6 +81,47 @@ def distances_to_law(spectra: ArrayLike, law: Law, atom_tol: float = 1e-8) -> tu
     w = np.array([w1_to_law(e, law, atom_tol) for e in rows]) / m1
     k = np.array([ks_to_law(e, law, atom_tol) for e in rows])
     return w, k
+
+
+@dataclasses.dataclass(frozen=True)
+class ToLaw:
+    """Per seed (arrays of shape ``(seeds,)``), a spectrum against a law (:func:`~gelib.freeprob.shape_to_law`).
+
+    ``w1``: ``W1 / m_1(law)``; ``ks``: the KS distance; ``shift``: ``s - 1`` with
+    ``s = mean(spectrum) / m_1(law)``; ``shape``: ``W1(spectrum, s law) / m_1(law)``, the
+    distance once the mean is matched.
+    """
+
+    w1: np.ndarray
+    ks: np.ndarray
+    shift: np.ndarray
+    shape: np.ndarray
+
+    def sandwiched(self, tol: float = 1e-6) -> bool:
+        """Whether ``|shift| <= w1 <= |shift| + shape`` (within ``tol``) for every seed.
+
+        A certainty for nonnegative spectra: W1 is at least the gap of the means, and
+        ``W1(law, s law) = |s - 1| m_1`` with the triangle inequality gives the upper side;
+        ``tol`` covers the law's numerical distribution function (about ``1e-6`` relative)."""
+        gap = np.abs(self.shift)
+        return bool(np.all(gap <= self.w1 + tol) and np.all(self.w1 <= gap + self.shape + tol))
+
+
+def shape_to_law(spectra: ArrayLike, law: Law, atom_tol: float = 1e-8) -> ToLaw:
+    """:func:`distances_to_law` with the relative W1 split into the mean shift and the shape part.
+
+    ``spectra`` has shape ``(seeds, n)``. A law rescaled by ``s`` has
+    ``W1(e, s law) = s W1(e / s, law)``, so the shape part is ``s w1_to_law(e / s, law) / m_1``
+    with ``s = mean(e) / m_1`` per seed (the law's own distribution function, no rescaled
+    law is built). Returns a :class:`~gelib.freeprob.ToLaw`; :meth:`~gelib.freeprob.ToLaw.sandwiched` is the certainty
+    ``|s - 1| <= W1 / m_1 <= |s - 1| + shape``.
+    """
+    rows = np.asarray(spectra, dtype=float).reshape(-1, np.shape(spectra)[-1])
+    w, k = distances_to_law(rows, law, atom_tol)
+    m1 = law.moments(1)[0]
+    s = rows.mean(axis=1) / m1
+    shape = np.array([si * w1_to_law(e / si, law, atom_tol) for e, si in zip(rows, s)]) / m1
+    return ToLaw(w, k, s - 1, shape)
 
 
 def law_w1(a: Law, b: Law, scale_a: float = 1.0, scale_b: float = 1.0, num: int = 4001) -> float:
