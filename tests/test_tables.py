@@ -358,8 +358,8 @@ def test_moment_sweep_draws_and_the_covariance_step_closed_form():
 
 
 def test_moment_sweep_failures_allowance_and_slopes():
-    """A difference ~ 1/n passes both checks; one that stays put fails both; the allowance is the
-    budget's factor at the smallest n spread over the sweep; slopes() names every fit."""
+    """A difference ~ 1/n passes both checks; one that stays put fails both; the targets of the
+    rate check come from the exact first-moment shifts; slopes() names every fit."""
     from gelib.tables import chain_moments
 
     cfg = PRESETS["bert-base"].config().at_length(256)
@@ -371,7 +371,8 @@ def test_moment_sweep_failures_allowance_and_slopes():
         spectra[n] = {"a": a, "b": a * np.exp(4.0 / n) * noise ** (1 / n), "c": a * 1.3 * noise}
     sweep = chain_moments(spectra, k=2, steps=(("good", "a", "b"), ("stuck", "a", "c")), cfg=cfg)
     assert sweep.cfg == cfg and sweep.cfg.at_length(64).d_k == 8
-    assert sweep.allowance == pytest.approx(math.log1p(8 * (1 / 8 + 1 / 64)) / math.log(4))
+    # steps without an exact shift: the leading slope -1 and no allowance
+    assert sweep.exact_slopes == {} and set(sweep.targets().values()) == {(-1.0, 0.0)}
     fails = sweep.failures()
     assert fails and all(f.startswith("stuck") for f in fails)
     assert any("slope" in f for f in fails) and any("allowed from n = 64" in f for f in fails)
@@ -379,8 +380,20 @@ def test_moment_sweep_failures_allowance_and_slopes():
     slopes = sweep.slopes()
     assert set(slopes) == {f"slope_{s}_{j}{x}" for s in ("good", "stuck") for j in (1, 2) for x in ("", "_ci")}
     assert slopes["slope_good_1"] == pytest.approx(-1, abs=0.05)
-    with pytest.raises(ValueError, match="needs the layer"):
-        _ = chain_moments(spectra, k=1, steps=(("good", "a", "b"),)).allowance
+    with pytest.raises(ValueError, match="need the layer"):
+        _ = chain_moments(spectra, k=1, steps=(("good", "a", "b"),)).exact_slopes
+    # a step with an exact shift: m_1 against the exact local slope of log(1 + p(n)) over the sweep,
+    # the higher moments against -1 with that slope's distance from -1 as allowance
+    from gelib.models import sigma_mean_ratio
+
+    cov = chain_moments(spectra, k=2, steps=(("covariance", "a", "b"),), cfg=cfg)
+    y = [math.log(sigma_mean_ratio(cfg.at_length(n).d_k, cfg.beta)) for n in ns]
+    want = np.polyfit(np.log(ns), np.log(y), 1)[0]
+    assert cov.exact_slopes["covariance"] == pytest.approx(want, rel=1e-9) and want < -1
+    assert cov.targets() == {
+        ("covariance", 1): (pytest.approx(want), 0.0),
+        ("covariance", 2): (-1.0, pytest.approx(-1 - want)),
+    }
 
 
 def test_mean_shift_remainder_is_the_square_of_the_first_order_terms():
