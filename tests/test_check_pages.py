@@ -144,6 +144,20 @@ def test_code_scripts_and_typeset_math_are_not_visible_text():
     assert check_pages.tex_findings(dom.text) == [r"\(f\)"]
 
 
+def test_raw_tex_in_a_section_that_mathjax_ignores_is_found():
+    """myst-nb wraps every page in a section marked tex2jax_ignore / mathjax_ignore (its math is
+    already typeset into spans), so a dollar left in a Markdown output, e.g. a table header, is
+    exactly what a reader sees raw; an API signature's value repr is code and is left alone."""
+    dom = check_pages.parse(
+        page(
+            '<section class="tex2jax_ignore mathjax_ignore"><table><tr><th><p>$m_1$ at $n$ = 512</p></th></tr>'
+            '</table><dl><dt class="sig sig-object py"><em class="property"><span class="pre">\'$K$\'</span>'
+            "</em></dt></dl></section>"
+        )
+    )
+    assert check_pages.tex_findings(dom.text) == ["$m_1$", "$n$"]
+
+
 def test_style_urls_and_links_are_collected():
     dom = check_pages.parse(
         page(

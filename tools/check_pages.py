@@ -89,7 +89,7 @@ NOT_PROSE = set("head title script style noscript template textarea pre code kbd
     "mjx-container",
     "mjx-assistive-mml",
 }
-NOT_PROSE_CLASSES = {"highlight", "tex2jax_ignore", "mathjax_ignore"}
+NOT_PROSE_CLASSES = {"highlight", "sig", "pre"}  # code, and the signatures of the API page
 # Elements that load something at view time, and the attributes that say what.
 LOADING = {
     "script": ("src",),
