@@ -53,6 +53,31 @@ REFERENCE_RUNS: tuple[dict, ...] = (
         "chapters": {"finite_size_table": 3024.0},
     },
     {
+        # make book on a fresh clone, 2 chapters at a time, uncontended: 597 s in all, of which the
+        # install took 88 s, the chapters 477 s of wall time and the render 29 s. The matmul rate is
+        # gelib.spectra.machine_rates() with OPENBLAS_NUM_THREADS=1, as make book runs.
+        "machine": "2-core x86-64 CPU, no GPU (the CI machine's kind)",
+        "accelerator": False,
+        "scale": "default",
+        "jobs": 2,
+        "commit": "fecee46",
+        "date": "2026-12-05",
+        "matmul_gflops": 38.5,
+        "chapters": {
+            "model": 37.1,
+            "denominator_replacement": 42.6,
+            "centering": 31.5,
+            "gaussian_rows": 45.8,
+            "covariance_approximation": 28.9,
+            "query_substitution": 63.1,
+            "limit_law": 56.9,
+            "spectral_shapes": 66.8,
+            "finite_size_table": 281.5,
+            "readout_learning": 170.7,
+            "parameter_sharing": 89.5,
+        },
+    },
+    {
         # make book on a fresh clone, 2 chapters at a time, uncontended (555 s including the install).
         "machine": "2-core x86-64 CPU, no GPU (the CI machine's kind)",
         "accelerator": False,
