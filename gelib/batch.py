@@ -439,7 +439,13 @@ def _open_run_dir(run_dir: Path, fresh: bool, force: bool) -> _Lock:
 
 
 def estimate(
-    root: Path, scale: str, chapters: list[str], device: str, accelerator: bool, rate: float | None = None
+    root: Path,
+    scale: str,
+    chapters: list[str],
+    device: str,
+    accelerator: bool,
+    rate: float | None = None,
+    eig_seconds: float | None = None,
 ) -> list[dict]:
     """What each chapter is expected to take at ``scale`` on this machine, and why.
 
@@ -453,7 +459,12 @@ def estimate(
     machine's float64 matmul rate (``matmul_gflops``, :func:`gelib.spectra.machine_rates`
     with the same BLAS threads) is scaled to this CPU by the ratio of the two rates:
     the chapters' work is mostly matrix products and eigensolves, which follow it.
-    ``rate`` is this machine's rate in GFLOP/s (measured when needed if ``None``).
+    On a CPU, a chapter with nothing measured at this scale on a CPU but a
+    ``plan`` cell (:func:`planned_layers`: the learning chapters at ``paper``)
+    is priced from its sizes: the floor of its simulations
+    (:func:`gelib.markers.simulation_seconds`), a lower bound, since the limit
+    laws' work comes on top. ``rate`` is this machine's rate in GFLOP/s and
+    ``eig_seconds`` its ``1024 x 1024`` eigensolve (measured when needed if ``None``).
     Rows: ``chapter``, ``seconds``, ``lower_bound`` (the chapter was stopped, so it
     takes longer) and ``basis``.
     """
@@ -495,8 +506,71 @@ def estimate(
             else:
                 row["basis"] = f"not measured on this kind of machine; {'> ' if bound else ''}{secs:.0f} s on {where}"
             break
+        if row["seconds"] is None and not accelerator and is_chapter(root / f"{f}.md"):
+            plan = planned_layers(root / f"{f}.md", {"scale": scale})
+            if plan is not None:
+                from gelib.markers import simulation_seconds
+                from gelib.spectra import machine_rates
+
+                rates = (rate * 1e9, eig_seconds) if rate and eig_seconds else machine_rates()
+                layers, seeds = plan
+                row.update(
+                    seconds=simulation_seconds(layers, seeds, rates),
+                    lower_bound=True,
+                    basis=f"from its sizes: {len(layers)} softmax layers x {seeds} seeds at "
+                    f"{rates[0] / 1e9:.0f} GFLOP/s (their simulations alone); {row['basis']}",
+                )
         rows.append(row)
     return rows
+
+
+_PLAN_SCRIPT = r"""
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+namespace = {"__name__": "__plan__"}
+exec(compile(sys.stdin.read(), "<chapter cells up to the plan>", "exec"), namespace)
+print("\n" + json.dumps({"layers": [c.as_dict() for c in namespace["SIMULATED"]], "seeds": int(namespace["SEEDS"])}))
+"""
+
+
+def planned_layers(path: str | Path, parameters: dict | None = None, timeout: float = 300.0):
+    """The softmax layers a chapter will simulate, and the seeds of each, from its sizes alone.
+
+    A chapter that simulates layers may tag one cell ``plan``; that cell and
+    the cells before it define ``SIMULATED`` (the layers, each simulated once)
+    and ``SEEDS`` without simulating any, and the chapter's last cell checks that
+    ``SIMULATED`` is what it simulated. This runs those cells (with
+    ``parameters`` injected, IPython magics dropped) in a fresh interpreter and
+    returns ``(layers, seeds)``, or ``None`` for a chapter with no ``plan`` cell.
+    Raises :class:`BatchError` if the cells fail.
+    """
+    from gelib.config import AttentionConfig
+
+    nb = load_chapter(path, parameters)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    last = next((i for i, c in enumerate(cells) if "plan" in c.metadata["tags"]), None)
+    if last is None:
+        return None
+    source = "\n".join(
+        line for c in cells[: last + 1] for line in c.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+    root = str(Path(path).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(
+        [sys.executable, "-c", _PLAN_SCRIPT],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=Path(path).parent,
+        env=env,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise BatchError(f"{Path(path).name}: the cells up to its plan failed: {tail}")
+    plan = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [AttentionConfig(**c) for c in plan["layers"]], plan["seeds"]
 
 
 def format_estimate(rows: list[dict], scale: str, device: str, jobs: int) -> str:

@@ -12,15 +12,16 @@ every marker against its curve:
 * :class:`MarkerTable` collects the markers (:class:`Marker`), each against
   its finite-size prediction: the functional on the limit law rescaled by
   the softmax layer's predicted first-moment shift (:func:`predicted_shift`,
-  :meth:`LimitLaws.shifted`), within ``ci_factor`` times its seed interval
-  plus the prediction's remainder; it asserts the mean eigenvalue, lists the
+  :meth:`LimitLaws.shifted`), within ``ci_factor`` times its seed interval;
+  it asserts the mean eigenvalue, lists the
   functionals' departures and renders the table the chapters show.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 import jax
@@ -31,7 +32,7 @@ from .freeprob import Law, scale
 from .keys import stream
 from .law import output_law
 from .learning import expect
-from .spectra import Summary, model_spectra, summarize
+from .spectra import Summary, estimate_seconds, model_spectra, summarize
 from .tables import first_moment_bias
 
 __all__ = [
@@ -113,21 +114,19 @@ class LimitLaws:
         """``m_1``, the exact mean eigenvalue of the limit law."""
         return float(self(cfg).moments(1)[0])
 
-    def shifted(self, cfg: AttentionConfig, side: float = 0.0) -> Law | None:
+    def shifted(self, cfg: AttentionConfig) -> Law | None:
         """The limit law rescaled by the softmax layer's predicted first-moment shift.
 
-        The law of ``(1 + b + side * r) x`` for ``x`` under ``self(cfg)``, with
-        ``(b, r)`` from :func:`predicted_shift` (``side = +-1``: the edges of
-        the remainder); ``None`` where there is no prediction (tied layers).
-        Cached per :func:`law_parameters`, ``n``, ``d_K`` and ``side``.
+        The law of ``(1 + b) x`` for ``x`` under ``self(cfg)``, with ``b`` from
+        :func:`predicted_shift`; ``None`` where there is no prediction (tied
+        layers). Cached per :func:`law_parameters`, ``n`` and ``d_K``.
         """
-        shift = predicted_shift(cfg)
-        if shift is None:
+        b = predicted_shift(cfg)
+        if b is None:
             return None
-        key = (law_parameters(cfg), cfg.n, cfg.d_k, side)
+        key = (law_parameters(cfg), cfg.n, cfg.d_k)
         if key not in self._shifted:
-            b, r = shift
-            self._shifted[key] = scale(self(cfg), 1 + b + side * r)
+            self._shifted[key] = scale(self(cfg), 1 + b)
         return self._shifted[key]
 
     @property
@@ -147,18 +146,21 @@ class SoftmaxSpectra:
     ``(seeds, n)`` (:func:`gelib.spectra.model_spectra`,
     :func:`gelib.keys.stream`): the layer's stream is named by ``path``. A
     layer is simulated once: a later call with the same ``cfg`` returns the
-    first draw, whatever its path.
+    first draw, whatever its path. ``seconds``: the time spent simulating.
     """
 
     def __init__(self, key: jax.Array, seeds: int, model: str = "mha"):
         self.key, self.seeds, self.model = key, seeds, model
         self._spectra: dict[AttentionConfig, np.ndarray] = {}
+        self.seconds = 0.0
 
     def __call__(self, cfg: AttentionConfig, *path: str | int) -> np.ndarray:
         if cfg not in self._spectra:
+            start = time.perf_counter()
             self._spectra[cfg] = model_spectra(stream(self.key, *path), cfg, (self.model,), self.seeds, progress=False)[
                 self.model
             ]
+            self.seconds += time.perf_counter() - start
         return self._spectra[cfg]
 
     def items(self):
@@ -167,6 +169,27 @@ class SoftmaxSpectra:
 
     def __len__(self) -> int:
         return len(self._spectra)
+
+
+def simulation_seconds(cfgs: Iterable[AttentionConfig], seeds: int, rates=None) -> float | None:
+    """The floor of simulating the softmax layers ``cfgs`` (each once) over ``seeds`` on this CPU, from
+    their sizes: the sum of :func:`gelib.spectra.estimate_seconds` for the model ``"mha"`` (its flops
+    at the measured matmul rate plus its eigensolves; ``rates`` as there). ``None`` on an accelerator."""
+    total = 0.0
+    for cfg in dict.fromkeys(cfgs):
+        secs = estimate_seconds(cfg, seeds, rates, models=("mha",))
+        if secs is None:
+            return None
+        total += secs
+    return total
+
+
+def plan_note(cfgs: Sequence[AttentionConfig], seeds: int, rates=None) -> str:
+    """One line on a chapter's planned simulations: how many layers, and their :func:`simulation_seconds`."""
+    layers = len(dict.fromkeys(cfgs))
+    secs = simulation_seconds(cfgs, seeds, rates)
+    where = f"at least {secs:.0f} s on this CPU from their sizes" if secs is not None else "no estimate off a CPU"
+    return f"{layers} softmax layers to simulate, {seeds} seeds each; {where}"
 
 
 def spread_excess(law: Law, spectra: np.ndarray) -> Summary:
@@ -182,15 +205,14 @@ def spread_excess(law: Law, spectra: np.ndarray) -> Summary:
     return summarize((x**2).mean(axis=-1) / x.mean(axis=-1) ** 2 / (m2 / m1**2) - 1)
 
 
-def predicted_shift(cfg: AttentionConfig) -> tuple[float, float] | None:
-    """The softmax layer's predicted relative first-moment shift against its limit law, and its remainder.
+def predicted_shift(cfg: AttentionConfig) -> float | None:
+    """The softmax layer's predicted relative first-moment shift against its limit law.
 
-    ``(b, r)`` from :func:`gelib.tables.first_moment_bias`: ``b`` the exact expected
-    relative shift ``E m_1(MHA) / m_1(law) - 1`` of the mean eigenvalue of ``Y Y^T / n``
-    at the layer's ``n`` and ``d_K`` (:func:`gelib.shifts.mha_shift_exact`; the
-    finite-size chapter's ``b(n, d_K)`` is its leading order), and ``r = 0``, the size of
-    what it neglects (nothing). ``None`` for a tied layer (``tie_kv``), for which no
-    first-moment prediction is derived.
+    ``b`` from :func:`gelib.tables.first_moment_bias`: the exact expected relative shift
+    ``E m_1(MHA) / m_1(law) - 1`` of the mean eigenvalue of ``Y Y^T / n`` at the layer's
+    ``n`` and ``d_K`` (:func:`gelib.shifts.mha_shift_exact`; the finite-size chapter's
+    ``b(n, d_K)`` is its leading order). Exact, so nothing is added for neglected orders.
+    ``None`` for a tied layer (``tie_kv``), for which no first-moment prediction is derived.
     """
     if cfg.tie_kv:
         return None
@@ -204,8 +226,7 @@ class Marker:
     ``ge``: the functional on the limit law; ``predicted``: on the limit law
     rescaled by the predicted first-moment shift (:meth:`LimitLaws.shifted`),
     ``None`` where no shift is predicted (then ``ge`` is the reference);
-    ``remainder``: how far the prediction moves over the shift's neglected
-    orders (absolute); ``mean`` and ``ci``: the softmax layers' mean and 95 %
+    ``mean`` and ``ci``: the softmax layers' mean and 95 %
     Student-t half-width over seeds; ``asserted``: whether a miss is a failure
     (:meth:`MarkerTable.bad`) or a measured departure
     (:meth:`MarkerTable.departures`).
@@ -218,7 +239,6 @@ class Marker:
     mean: float
     ci: float
     predicted: float | None = None
-    remainder: float = 0.0
     asserted: bool = False
 
     @property
@@ -245,10 +265,10 @@ class MarkerTable:
     (:func:`predicted_shift`, :meth:`LimitLaws.shifted`; the dominant finite-size
     effect), or on the limit law itself where no shift is predicted (tied
     layers). The marker is within its reference when
-    ``|mean - reference| <= ci_factor * ci + remainder``: twice (by default) the
-    seed-to-seed 95 % interval ``ci`` (Student t, :func:`gelib.spectra.summarize`),
-    as everywhere in the book, plus the largest change of the prediction when the
-    shift moves by its remainder ``+-r``, which is 0 for the exact shift. Nothing is tuned.
+    ``|mean - reference| <= ci_factor * ci``: twice (by default) the seed-to-seed
+    95 % interval ``ci`` (Student t, :func:`gelib.spectra.summarize`), as everywhere
+    in the book. The shift is exact, so nothing is added for neglected orders, and
+    nothing is tuned.
 
     Only the mean eigenvalue is asserted (:meth:`measure_mean`, :meth:`bad`):
     that is what the prediction is about. The learning functionals also feel
@@ -269,32 +289,26 @@ class MarkerTable:
         ge: float,
         per_seed,
         predicted: float | None = None,
-        remainder: float = 0.0,
         asserted: bool = False,
     ) -> Summary:
         """Record a marker: GE value ``ge``, per-seed values ``per_seed``, its prediction; returns their summary."""
         s = summarize(per_seed)
         pred = None if predicted is None else float(predicted)
-        self.markers.append(Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, float(remainder), asserted))
+        self.markers.append(Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, asserted))
         return s
 
-    def predict(self, fn: Callable, *cfgs: AttentionConfig) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-        """``fn`` (one law per layer of ``cfgs``) on the limit laws, on the shifted laws, and its remainder.
+    def predict(self, fn: Callable, *cfgs: AttentionConfig) -> tuple[np.ndarray, np.ndarray | None]:
+        """``fn`` (one law per layer of ``cfgs``) on the limit laws and on the shifted laws.
 
-        Returns ``(ge, predicted, remainder)``: ``fn`` of the limit laws, of
-        the laws rescaled by ``1 + b`` (``None`` if a layer has no prediction),
-        and the largest ``|fn - predicted|`` over the shifts ``1 + b +- r``
-        (every sign combination across the layers).
+        Returns ``(ge, predicted)``: ``fn`` of the limit laws and of the laws
+        rescaled by ``1 + b`` (:meth:`LimitLaws.shifted`; ``None`` if a layer
+        has no prediction).
         """
         ge = np.asarray(fn(*(self.laws(c) for c in cfgs)), dtype=float)
-        if any(self.laws.shifted(c) is None for c in cfgs):
-            return ge, None, np.zeros_like(ge)
-        pred = np.asarray(fn(*(self.laws.shifted(c) for c in cfgs)), dtype=float)
-        if all(predicted_shift(c)[1] == 0 for c in cfgs):  # exact shifts: nothing to bracket
-            return ge, pred, np.zeros_like(ge)
-        signs = np.array(np.meshgrid(*[(-1.0, 1.0)] * len(cfgs))).reshape(len(cfgs), -1).T
-        edges = [np.asarray(fn(*(self.laws.shifted(c, s) for c, s in zip(cfgs, sg))), dtype=float) for sg in signs]
-        return ge, pred, np.max(np.abs(np.array(edges) - pred), axis=0)
+        shifted = [self.laws.shifted(c) for c in cfgs]
+        if any(law is None for law in shifted):
+            return ge, None
+        return ge, np.asarray(fn(*shifted), dtype=float)
 
     def check(self, panel: str, label: str, fn: Callable, cfgs, per_seed, n: int | None = None) -> Summary:
         """Record ``per_seed`` softmax values against ``fn`` on the laws of ``cfgs`` (a layer or a tuple).
@@ -303,8 +317,8 @@ class MarkerTable:
         first layer's.
         """
         cfgs = (cfgs,) if isinstance(cfgs, AttentionConfig) else tuple(cfgs)
-        ge, pred, rem = self.predict(fn, *cfgs)
-        return self.add(panel, label, cfgs[0].n if n is None else n, ge, per_seed, pred, rem)
+        ge, pred = self.predict(fn, *cfgs)
+        return self.add(panel, label, cfgs[0].n if n is None else n, ge, per_seed, pred)
 
     def measure(self, panel: str, label: str, fn: Callable, cfg: AttentionConfig, spectra: np.ndarray) -> Summary:
         """Record the functional ``fn`` on the laws of ``cfg`` against ``fn`` on each seed's eigenvalues.
@@ -322,7 +336,7 @@ class MarkerTable:
         Records the marker ``"{label}, {x_name}={x:.3g}"`` at every ``x`` in
         ``xs``; returns the ``(x, summary)`` pairs.
         """
-        ge, pred, rem = self.predict(fn, cfg)
+        ge, pred = self.predict(fn, cfg)
         per_seed = np.array([fn(x) for x in spectra])  # (seeds, len(xs))
         return [
             (
@@ -334,7 +348,6 @@ class MarkerTable:
                     ge[j],
                     per_seed[:, j],
                     None if pred is None else pred[j],
-                    rem[j],
                 ),
             )
             for j, x in enumerate(xs)
@@ -348,9 +361,9 @@ class MarkerTable:
         a tied layer's is recorded as a measurement against the limit law's
         ``m_1`` (:meth:`departures`). Labelled ``"{label}, m_1"``.
         """
-        ge, pred, rem = self.predict(lambda mu: expect(mu, lambda x: x, phi0=0.0), cfg)
+        ge, pred = self.predict(lambda mu: expect(mu, lambda x: x, phi0=0.0), cfg)
         per_seed = np.asarray(spectra, dtype=float).mean(axis=-1)
-        return self.add(panel, f"{label}, m_1", cfg.n, ge, per_seed, pred, rem, asserted=pred is not None)
+        return self.add(panel, f"{label}, m_1", cfg.n, ge, per_seed, pred, asserted=pred is not None)
 
     def misses(self) -> list[Marker]:
         """Every marker off its reference (:attr:`Marker.miss` above the tolerance)."""
@@ -361,8 +374,8 @@ class MarkerTable:
         return [m for m in self.misses() if not m.asserted]
 
     def tolerance(self, m: Marker) -> float:
-        """``(ci_factor * ci + remainder) / |reference|``, relative."""
-        return (self.ci_factor * m.ci + m.remainder) / abs(m.reference)
+        """``ci_factor * ci / |reference|``, relative."""
+        return self.ci_factor * m.ci / abs(m.reference)
 
     def bad(self) -> list[Marker]:
         """The asserted markers off their reference: failures of the prediction."""

@@ -107,7 +107,7 @@ def layer_bytes(
         output = m * n * d_o * (b + widen)
     elif route == "bartlett":
         output = m * n * p * (b + widen + F64) + p * p * F64
-    else:  # "qr": U^T (p x m n), R (m n x m n), the Gaussian factor, R^T G
+    else:  # "qr": U (m n x p) and its transpose (the device's QR), R (m n x m n), the Gaussian factor, R^T G
         big = m * n
         output = big * p * (2 * b + widen) + big * big * F64 + 2 * big * min(big, d_o) * F64
     gram = m * n * n * F64 * (2 if seeds > 1 else 1)

@@ -22,8 +22,8 @@ is tested against the direct form): ``Y^G``'s heads are formed in
 matrices ``Y_i Y_i^T`` of ``Y_i = U_i W^O`` are sampled jointly from the law of
 ``W^O W^O^T`` (:func:`output_route`, :func:`reduced_output_grams`): without
 ``W^O`` at all when ``m n`` is small against ``h d_v`` (``m`` models of ``n``
-tokens: GPT-3 at full context), through ``n x h d_v`` factors when
-``d_o >= 1.5 h d_v``.
+tokens: GPT-3 at full context), through Bartlett's triangular factor of
+``W^O W^O^T`` when ``d_o >= h d_v`` (most models: ``d_o = h d_v``).
 The literal path always forms ``Y = U W^O``.
 
 Distances between two spectra with the same number ``n`` of eigenvalues:
@@ -149,32 +149,43 @@ def mean_shift(n: int, d_k: int, beta: float = 1.0) -> float:
 
 def output_flops(cfg: AttentionConfig, m: int) -> dict[str, float]:
     """Flops of the output stage (``Y_i = U_i W^O`` to the Gram matrices) for
-    ``m`` models, by route (see :func:`output_route`)."""
+    ``m`` models, by route (see :func:`output_route`). Every product is counted
+    as a dense one (``2 a b c``), although the host's BLAS halves some (a Gram
+    matrix by ``dsyrk``, a triangular factor by ``dtrmm``)."""
     n, p, d_o = cfg.n, cfg.h * cfg.d_v, cfg.d_o
     big = m * n
     return {
         "direct": m * (2 * n * p * d_o + 2 * n * n * d_o),
-        "qr": 2 * p * big * big + 2 * big * big * min(big, d_o) + m * 2 * n * n * min(big, d_o),
+        # R from the Gram matrix U U^T and its Cholesky factor, then R^T G and the Gram matrices
+        "qr": 2 * p * big * big + big**3 / 3 + 2 * big * big * min(big, d_o) + m * 2 * n * n * min(big, d_o),
         "bartlett": 2 * big * p * p + m * 2 * n * n * p,
     }
 
 
-def seed_flops(cfg: AttentionConfig) -> dict[str, float]:
-    """Floating-point operations of one seed of :func:`compare` (MHA against ``Y^G``, fast path), by part.
+def seed_flops(cfg: AttentionConfig, models: Iterable[str] = ("mha", "yg")) -> dict[str, float]:
+    """Floating-point operations of one seed of :func:`model_spectra` on the fast path, by part:
+    by default :func:`compare`'s (MHA against ``Y^G``).
 
-    ``attention``: the scores and ``A V`` of every head (``2 h n^2 (d_k + d_v)``)
-    and the Gaussian equivalent's ``Q (K^T V)``, ``K^T V`` and ``G R``;
-    ``output``: the output stage of both models by the route
-    :func:`output_route` picks (:func:`output_flops`); ``eig``: the two
-    ``n x n`` symmetric eigensolves, counted as ``4 n^3 / 3`` each (the
-    tridiagonal reduction, which dominates). ``total`` is their sum.
+    ``attention``: for ``"mha"`` the scores and ``A V`` of every head
+    (``2 h n^2 (d_k + d_v)``), for ``"yg"`` the Gaussian equivalent's
+    ``Q (K^T V)``, ``K^T V`` and ``G R``; ``output``: the output stage of the
+    models by the route :func:`output_route` picks (:func:`output_flops`);
+    ``eig``: the ``n x n`` symmetric eigensolves, counted as ``4 n^3 / 3``
+    each (the tridiagonal reduction, which dominates). ``total`` is their sum.
     Sampling the Gaussian matrices is not counted (``O(n d)`` per matrix).
+    Only ``"mha"`` and ``"yg"`` are counted.
     """
-    n, h, hkv, dk, dv = cfg.n, cfg.h, cfg.h_kv, cfg.d_k, cfg.d_v
-    attention = 2 * h * n * n * (dk + dv)  # scores and A V
-    attention += 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv  # Q (K^T V), K^T V, G R
-    out = output_flops(cfg, 2)[output_route(cfg, 2)]
-    eig = 2 * 4 * n**3 / 3
+    models = tuple(models)
+    if not models or not set(models) <= {"mha", "yg"}:
+        raise ValueError(f"seed_flops counts the models 'mha' and 'yg', got {models}")
+    n, h, hkv, dk, dv, m = cfg.n, cfg.h, cfg.h_kv, cfg.d_k, cfg.d_v, len(models)
+    attention = 0
+    if "mha" in models:
+        attention += 2 * h * n * n * (dk + dv)  # scores and A V
+    if "yg" in models:
+        attention += 2 * h * n * dk * dv + 2 * hkv * n * dk * dv + 2 * h * n * dv * dv  # Q (K^T V), K^T V, G R
+    out = output_flops(cfg, m)[output_route(cfg, m)]
+    eig = m * 4 * n**3 / 3
     return {
         "attention": float(attention),
         "output": float(out),
@@ -206,11 +217,17 @@ def machine_rates(size: int = 1024) -> tuple[float, float]:
     return 2 * size**3 / best, eig
 
 
-def estimate_seconds(cfg: AttentionConfig, seeds: int, rates: tuple[float, float] | None = None) -> float | None:
-    """The expected seconds of ``compare(key, cfg, ("mha", "yg"), seeds)`` on this CPU, from the layer's sizes.
+def estimate_seconds(
+    cfg: AttentionConfig,
+    seeds: int,
+    rates: tuple[float, float] | None = None,
+    models: Iterable[str] = ("mha", "yg"),
+) -> float | None:
+    """The expected seconds of ``model_spectra(key, cfg, models, seeds)`` on this CPU, from the layer's
+    sizes; by default :func:`compare`'s.
 
     Per seed: the flops of :func:`seed_flops` (attention and output stage) at
-    the measured matmul rate, plus two eigensolves scaled from the measured
+    the measured matmul rate, plus one eigensolve per model scaled from the measured
     ``1024 x 1024`` one by ``(n / 1024)^3`` (``rates`` as :func:`machine_rates`
     returns them at its default size; measured if ``None``). That is the floor
     that ``benchmarks/bench_sampling.py`` measures gelib against; compilation is
@@ -219,27 +236,30 @@ def estimate_seconds(cfg: AttentionConfig, seeds: int, rates: tuple[float, float
     """
     if jax.default_backend() != "cpu":
         return None
+    models = tuple(models)
     rate, eig = rates or machine_rates()
-    f = seed_flops(cfg)
-    return seeds * ((f["attention"] + f["output"]) / rate + 2 * eig * (cfg.n / 1024) ** 3)
+    f = seed_flops(cfg, models)
+    return seeds * ((f["attention"] + f["output"]) / rate + len(models) * eig * (cfg.n / 1024) ** 3)
 
 
 def output_route(cfg: AttentionConfig, m: int) -> str:
     """How the fast path forms the Gram matrices of ``m`` models from their
     stacked head outputs ``U`` (``m n x p``, ``p = h d_v``):
 
-    * ``"qr"`` where ``m n < p`` and it takes 1.5x fewer flops (GPT-3, LLaDA-8B
-      at full context): ``O(p (m n)^2)``, no ``W^O``;
-    * ``"bartlett"`` where ``d_o >= 1.5 p``: ``W^O W^O^T`` sampled by its
-      Bartlett factor, ``Y_i`` replaced by ``U_i L`` (``n x p`` instead of
-      ``n x d_o``): ``p / d_o`` of the flops;
-    * ``"direct"`` otherwise: ``Y = U W^O``.
+    * ``"qr"`` where ``m n < p`` and it takes 1.5x fewer flops (GPT-3 175B):
+      ``O(p (m n)^2)``, no ``W^O``;
+    * ``"bartlett"`` where ``d_o >= p`` (every preset but GPT-3's: ``d_o = h d_v``
+      in most transformers): ``W^O W^O^T`` sampled by its Bartlett factor,
+      ``Y_i`` replaced by ``U_i L`` (``n x p`` instead of ``n x d_o``): at most
+      the flops of the direct route, ``p / d_o`` of them, and on the host's
+      BLAS the product with the triangular ``L`` takes half (``dtrmm``);
+    * ``"direct"`` otherwise (``d_o < p``): ``Y = U W^O``.
 
     All three give the same joint law (:func:`reduced_output_grams`)."""
     flops = output_flops(cfg, m)
     if m * cfg.n < cfg.h * cfg.d_v and 1.5 * flops["qr"] < flops["direct"]:
         return "qr"
-    return "bartlett" if 1.5 * flops["bartlett"] <= flops["direct"] else "direct"
+    return "bartlett" if cfg.d_o >= cfg.h * cfg.d_v else "direct"
 
 
 def direct_output_grams(u: jax.Array, w_o: jax.Array) -> jax.Array:
@@ -280,6 +300,8 @@ def reduced_output_grams(key: jax.Array, u: jax.Array, d_o: int) -> jax.Array:
     scale = jnp.sqrt(jnp.asarray(p, u.dtype))
     if big <= p:
         r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")  # (N, N), U = R^T Q^T
+        # rows signed so that diag(R) >= 0: the unique R (Cholesky's) that the host computes
+        r = jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0).astype(r.dtype)[:, None] * r
         if d_o >= big:
             g = _bartlett(key, big, d_o, u.dtype)
         else:
@@ -335,11 +357,10 @@ def _output_parts_at(key, cfg: AttentionConfig, models: tuple[str, ...], route: 
     m, n, p = u.shape
     big, okey = m * n, jax.random.fold_in(draw_key, 1)
     scale = jnp.sqrt(jnp.asarray(p, jnp.float64))
-    if route == "qr":
-        r = jnp.linalg.qr(u.reshape(big, p).T, mode="r")
+    if route == "qr":  # the host forms R (hostblas.triangular_factor)
         if cfg.d_o >= big:
-            return r, _bartlett(okey, big, cfg.d_o, jnp.float64) / scale
-        return r, jax.random.normal(okey, (big, cfg.d_o), jnp.float64) / scale
+            return u, _bartlett(okey, big, cfg.d_o, jnp.float64) / scale
+        return u, jax.random.normal(okey, (big, cfg.d_o), jnp.float64) / scale
     return u, _bartlett(okey, p, cfg.d_o, jnp.float64) / scale
 
 

@@ -80,7 +80,6 @@ __all__ = [
     "moment_sweep",
     "moment_steps_markdown",
     "plot_moment_rates",
-    "mean_shift_remainder",
     "first_moment_bias",
     "MomentCheck",
     "moment_checks",
@@ -264,32 +263,30 @@ def markdown_table(rows: list[TableRow]) -> str:
 class BudgetRow:
     """One step of the first-moment budget (:func:`shift_budget`): the measured relative
     shift of the mean eigenvalue from model ``later`` to model ``earlier`` (per cent,
-    summarised over seeds), its exact expected value and an allowance (both in per
-    cent; :func:`step_predictions` gives 0)."""
+    summarised over seeds) and its exact expected value (per cent, :func:`step_predictions`)."""
 
     step: str
     earlier: str
     later: str
     measured: Summary
     predicted: float
-    allowance: float
 
     @property
     def agrees(self) -> bool:
-        """``|measured - predicted| <= 2 ci95 + allowance``."""
-        return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95 + self.allowance
+        """``|measured - predicted| <= 2 ci95``: the prediction is exact, only the seeds' interval is allowed."""
+        return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95
 
     def __str__(self) -> str:
         return (
             f"{self.step}: measured {self.measured.mean:+.2f} ± {self.measured.ci95:.2f} %, "
-            f"predicted {self.predicted:+.2f} % (allowance {self.allowance:.2f} %)"
+            f"predicted {self.predicted:+.2f} %"
         )
 
 
-def step_predictions(cfg: AttentionConfig) -> dict[str, tuple[float, float]]:
-    """Every step's predicted relative shift of the mean eigenvalue and its allowance, and the total's.
+def step_predictions(cfg: AttentionConfig) -> dict[str, float]:
+    """Every step's predicted relative shift of the mean eigenvalue, and the total's.
 
-    ``{step: (predicted, allowance)}`` for the steps of :data:`gelib.shifts.STEPS` and
+    ``{step: predicted}`` for the steps of :data:`gelib.shifts.STEPS` and
     ``"total"``, as fractions, for an untied layer. Every prediction is the exact expected
     ratio of the two models' mean eigenvalues at the layer's ``n`` and ``d_K`` (the
     leading orders, :func:`gelib.shifts.step_shifts`, are the guide to read them):
@@ -299,33 +296,33 @@ def step_predictions(cfg: AttentionConfig) -> dict[str, tuple[float, float]]:
     ``Sigma``'s expected traces are ``d_O`` times their kernel's mean diagonal), and the
     Gaussian-rows and query-substitution steps 0 (their models' rows have the same
     covariance). The steps multiply, so the total is ``prod(1 + predicted) - 1``, which
-    is :func:`gelib.shifts.mha_shift_exact`. The allowance is 0: the only tolerance left
-    is the seed interval (:attr:`BudgetRow.agrees`), which also covers the difference
+    is :func:`gelib.shifts.mha_shift_exact`. Nothing is allowed for neglected orders: the
+    only tolerance is the seed interval (:attr:`BudgetRow.agrees`), which also covers the difference
     between a mean of per-seed ratios and this ratio of expectations (second order in
     one seed's relative fluctuation of the mean eigenvalue).
     """
     if cfg.tie_kv:
         raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
-    out = {step: (0.0, 0.0) for step, _, _ in STEPS}
-    out["denominator"] = (denominator_shift_exact(cfg.n, cfg.d_k, cfg.beta), 0.0)
-    out["centering"] = (centering_shift_exact(cfg.d_k, cfg.beta), 0.0)
-    out["covariance"] = (sigma_mean_ratio(cfg.d_k, cfg.beta) - 1, 0.0)
-    out["total"] = (math.prod(1 + p for p, _ in out.values()) - 1, 0.0)
+    out = {step: 0.0 for step, _, _ in STEPS}
+    out["denominator"] = denominator_shift_exact(cfg.n, cfg.d_k, cfg.beta)
+    out["centering"] = centering_shift_exact(cfg.d_k, cfg.beta)
+    out["covariance"] = sigma_mean_ratio(cfg.d_k, cfg.beta) - 1
+    out["total"] = math.prod(1 + p for p in out.values()) - 1
     return out
 
 
 def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionConfig) -> BudgetRow:
     """One step of Table 1 (a name in :data:`gelib.shifts.STEPS`, or ``"total"`` for MHA
     against ``Y^G``): the measured relative shift ``mean(earlier) / mean(later) - 1`` per
-    seed (eigenvalues of shape ``(seeds, n)``) against its prediction and allowance,
+    seed (eigenvalues of shape ``(seeds, n)``) against its prediction,
     :func:`step_predictions`, at the layer ``cfg``.
     """
     models = {name: (a, b) for name, a, b in (*STEPS, ("total", "mha", "yg"))}
     if step not in models:
         raise ValueError(f"unknown step {step!r}: one of {', '.join(models)}")
-    pred, allowance = step_predictions(cfg)[step]
+    pred = step_predictions(cfg)[step]
     shift = np.asarray(earlier).mean(axis=-1) / np.asarray(later).mean(axis=-1) - 1
-    return BudgetRow(step, *models[step], summarize(100 * np.atleast_1d(shift)), 100 * pred, 100 * allowance)
+    return BudgetRow(step, *models[step], summarize(100 * np.atleast_1d(shift)), 100 * pred)
 
 
 def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> list[BudgetRow]:
@@ -504,7 +501,7 @@ class MomentSweep:
         preds = [step_predictions(self.cfg.at_length(n)) for n in self.ns]
         out = {}
         for step, _, _ in self.steps:
-            y = np.abs(np.log1p([p[step][0] for p in preds])) if step in preds[0] else np.zeros(len(self.ns))
+            y = np.abs(np.log1p([p[step] for p in preds])) if step in preds[0] else np.zeros(len(self.ns))
             if np.all(y > 0) and len(self.ns) > 1:
                 out[step] = float(np.polyfit(np.log(self.ns), np.log(y), 1)[0])
         return out
@@ -664,7 +661,7 @@ def moment_steps_markdown(sweep: MomentSweep, predicted: Mapping[str, float] | N
     """
     k, n = sweep.k, sweep.ns[-1]
     if predicted is None and sweep.cfg is not None:
-        predicted = {step: p for step, (p, _) in step_predictions(sweep.cfg).items() if step != "total"}
+        predicted = {step: p for step, p in step_predictions(sweep.cfg).items() if step != "total"}
     head = [f"$m_{j}$ at $n$ = {n} (%)" for j in range(1, k + 1)] + [f"slope $m_{j}$" for j in range(1, k + 1)]
     lines = ["| step | models | " + " | ".join(head) + " |", "|---|---|" + "---|" * (2 * k)]
     for name, a, b in sweep.steps:
@@ -723,42 +720,25 @@ def plot_moment_rates(axes, sweep: MomentSweep, predicted_slope: float = -1.0, g
 # --- the limit-law chapter's moment checks: the finite-size bias of m_1 and the rate over n ---
 
 
-def mean_shift_remainder(n: int, d_k: int, beta: float = 1.0) -> float:
-    """The size of the orders that :func:`gelib.spectra.mean_shift` neglects, written out.
+def first_moment_bias(model: str, cfg: AttentionConfig) -> float | None:
+    """The exact relative bias ``E m_1 / m_1(law) - 1`` of ``model``'s first moment at the
+    layer ``cfg`` (untied); ``None`` where there is none.
 
-    ``mean_shift(n, d_k, beta) = a_K / d_K + a_n / n`` with ``a_K = e^{beta^2} beta^4 / e_1``
-    and ``a_n = e^{beta^2} (3 e_1 - 2 e_2) / e_1`` (``e_k = e^{k beta^2} - 1``); the
-    neglected orders are ``O(d_K^-2 + n^-2 + (n d_K)^-1)``. We take them as the square of
-    the first order with its signs dropped,
-    ``(|a_K| / d_K + |a_n| / n)^2 = a_K^2 / d_K^2 + a_n^2 / n^2 + 2 |a_K a_n| / (n d_K)``:
-    every term of the next order, with coefficients of the size of the first order's.
-    An estimate of the size of the remainder, not a bound.
-    """
-    e1, e2 = math.expm1(beta**2), math.expm1(2 * beta**2)
-    a_k, a_n = math.exp(beta**2) * beta**4 / e1, math.exp(beta**2) * (3 * e1 - 2 * e2) / e1
-    return (abs(a_k) / d_k + abs(a_n) / n) ** 2
-
-
-def first_moment_bias(model: str, cfg: AttentionConfig) -> tuple[float, float] | None:
-    """The predicted relative bias ``E m_1 / m_1(law) - 1`` of ``model``'s first moment at the
-    layer ``cfg`` (untied), and the allowance for its neglected orders; ``None`` where there is none.
-
-    * ``"yg"``: ``(0, 0)``, exactly, at every size. Given ``K, V, W^O`` the rows of ``Y^G``
+    * ``"yg"``: 0, exactly, at every size. Given ``K, V, W^O`` the rows of ``Y^G``
       are ``N(0, Sigma)``, so ``E m_1 = E tr(Y^G Y^{G T}) / n^2 = E tr(Sigma) / n``. Averaging
       over ``W^O`` (i.i.d. ``N(0, 1/(h d_V))``) gives ``E tr Sigma = d_O / (h d_V) sum_r E tr M_r``,
       over ``V`` (i.i.d. ``N(0, 1)``, independent of ``K``) ``E tr M_r = (d_V / n) E tr T``,
       and ``E tr T = n (beta^2 + alpha^2) = n (e^{beta^2} - 1)``: ``E m_1 = (e^{beta^2} - 1) d_O / n``,
       the law's first moment.
     * ``"mha"``: :func:`gelib.shifts.mha_shift_exact`, the exact expectation at finite ``n``
-      and ``d_K``, with allowance 0 (:func:`gelib.spectra.mean_shift` is its leading order,
-      :func:`mean_shift_remainder` an estimate of what that neglects).
+      and ``d_K`` (:func:`gelib.spectra.mean_shift` is its leading order).
     """
     if cfg.tie_kv:
         raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
     if model == "yg":
-        return 0.0, 0.0
+        return 0.0
     if model == "mha":
-        return mha_shift_exact(cfg.n, cfg.d_k, cfg.beta), 0.0
+        return mha_shift_exact(cfg.n, cfg.d_k, cfg.beta)
     return None
 
 
@@ -768,8 +748,8 @@ class MomentCheck:
     (:func:`moment_checks`).
 
     ``errors``: the relative errors ``m_k^emp / m_k - 1``, shape ``(len(ns), seeds)``;
-    ``bias`` and ``allowance``: the predicted mean error at every size and the allowance
-    for its neglected orders, shape ``(len(ns),)``, ``None`` where there is no prediction;
+    ``bias``: the exact mean error at every size (:func:`first_moment_bias`), shape
+    ``(len(ns),)``, ``None`` where there is no prediction;
     ``rate``: the exponent ``p`` of ``|error| = O(n^-p)``; ``exact``: whether ``-p`` is the
     predicted slope (else an upper bound on it); ``fit``: the power law of ``|errors|``
     against ``n``, pooled over seeds (independent draws at every size), ``None`` for one size.
@@ -780,7 +760,6 @@ class MomentCheck:
     ns: tuple[int, ...]
     errors: np.ndarray
     bias: np.ndarray | None
-    allowance: np.ndarray | None
     rate: float
     exact: bool
     fit: PowerFit | None
@@ -797,7 +776,7 @@ class MomentCheck:
     def failures(self) -> list[str]:
         """The checks that fail (empty if none), with ``ci`` a 95 % half-width over seeds:
 
-        * *bias* (where predicted), at every size: ``|mean - bias| <= 2 ci + allowance``;
+        * *bias* (where predicted), at every size: ``|mean - bias| <= 2 ci``;
         * *decay*: ``|mean| <= 2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p`` at the largest ``n``,
           from the smallest ``n_0``: the error shrinks at least at the predicted rate;
         * *rate* (two sizes or more): ``|slope + p| <= 2 ci95`` if ``exact``, else
@@ -806,7 +785,7 @@ class MomentCheck:
         out, name = [], f"{self.model} m_{self.k}"
         for i, n in enumerate(self.ns):
             s = self.at(n)
-            if self.bias is not None and abs(s.mean - self.bias[i]) > 2 * s.ci95 + self.allowance[i]:
+            if self.bias is not None and abs(s.mean - self.bias[i]) > 2 * s.ci95:
                 out.append(f"{name} at n = {n}: {s.mean:+.4f} ± {s.ci95:.4f}, predicted {self.bias[i]:+.4f}")
         lo, hi = self.at(self.ns[0]), self.at()
         bound = 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (self.ns[0] / self.ns[-1]) ** self.rate
@@ -854,17 +833,17 @@ def moment_checks(
         errors = np.stack([empirical_moments(spectra[n][model], law_m.size) / law_m - 1 for n in ns])
         for k in range(1, law_m.size + 1):
             pred = [first_moment_bias(model, cfg.at_length(n)) for n in ns] if k == 1 else [None]
-            bias, allowance = (None, None) if pred[0] is None else np.array(pred, dtype=float).T
+            bias = None if pred[0] is None else np.array(pred, dtype=float)
             size = np.abs(errors[:, :, k - 1])
             fit = fit_power_law(ns, size) if len(ns) > 1 and np.all(size > 0) else None
-            out.append(MomentCheck(model, k, ns, errors[:, :, k - 1], bias, allowance, rate, exact, fit))
+            out.append(MomentCheck(model, k, ns, errors[:, :, k - 1], bias, rate, exact, fit))
     return out
 
 
 def moment_checks_markdown(checks: list[MomentCheck], labels: Mapping[str, str] | None = None) -> str:
     """The checks as a Markdown table, one row per model and moment: the relative error at the
     smallest and the largest ``n`` (per cent, mean ± 95 % over seeds), the predicted bias of
-    ``m_1`` ± its allowance, the fitted slope of ``|error|`` against ``n`` ± 95 % and the predicted one."""
+    ``m_1`` (exact), the fitted slope of ``|error|`` against ``n`` ± 95 % and the predicted one."""
     labels = {"yg": "$Y^G$", "mha": "MHA"} if labels is None else labels
     n0, n1 = checks[0].ns[0], checks[0].ns[-1]
     lines = [
@@ -874,7 +853,7 @@ def moment_checks_markdown(checks: list[MomentCheck], labels: Mapping[str, str] 
     ]
     for c in checks:
         lo, hi = c.at(n0), c.at()
-        pred = "—" if c.bias is None else f"{100 * c.bias[-1]:+.2f} ± {100 * c.allowance[-1]:.2f}"
+        pred = "—" if c.bias is None else f"{100 * c.bias[-1]:+.2f}"
         slope = "—" if c.fit is None else f"{c.fit.slope:+.2f} ± {c.fit.ci95:.2f}"
         lines.append(
             f"| {labels.get(c.model, c.model)} | $m_{c.k}$ | {100 * lo.mean:+.2f} ± {100 * lo.ci95:.2f} "

@@ -364,3 +364,46 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
     err = capsys.readouterr().err
     assert "good" in err and "12 s" in err and "measured here" in err
     assert sorted(p.name for p in (book / "_build" / "runs").iterdir()) == ["mine"]
+
+
+def test_a_chapter_without_a_cpu_measurement_is_priced_from_its_planned_layers(book):
+    """The plan cell's layers, for the injected scale, and the estimate from their sizes: the sum of
+    the layers' floors (gelib.markers.simulation_seconds), a lower bound; nothing after the plan runs."""
+    from gelib import batch
+    from gelib.config import AttentionConfig
+    from gelib.markers import simulation_seconds
+
+    plan = (
+        ":tags: [plan]\n"
+        "from gelib import AttentionConfig\n"
+        "SEEDS = 3 if scale == 'paper' else 1\n"
+        "ns = (64, 128) if scale == 'paper' else (64,)\n"
+        "SIMULATED = [AttentionConfig(n=n, d=n, h=2, d_k=16, d_o=64) for n in ns]"
+    )
+    (book / "book" / "sim.md").write_text(chapter([plan, "raise RuntimeError('simulating')"]))
+    layers, seeds = batch.planned_layers(book / "book" / "sim.md", {"scale": "paper"})
+    assert seeds == 3 and [c.n for c in layers] == [64, 128] and isinstance(layers[0], AttentionConfig)
+    assert batch.planned_layers(book / "book" / "sim.md")[1] == 1  # the chapter's own default scale
+    assert batch.planned_layers(book / "book" / "good.md") is None  # no plan cell
+    rows = batch.estimate(book, "paper", ["book/sim", "book/good"], "E", False, 50.0, 0.25)
+    want = simulation_seconds(layers, 3, (50e9, 0.25))
+    assert rows[0]["seconds"] == pytest.approx(want) and rows[0]["lower_bound"]
+    assert "2 softmax layers x 3 seeds at 50 GFLOP/s" in rows[0]["basis"]
+    assert rows[1]["seconds"] is None
+    (book / "book" / "broken.md").write_text(chapter([":tags: [plan]\nSIMULATED = undefined_name"]))
+    with pytest.raises(batch.BatchError, match="broken.md: the cells up to its plan failed: NameError"):
+        batch.planned_layers(book / "book" / "broken.md")
+
+
+def test_simulation_seconds_is_the_sum_of_the_layers_floors():
+    from gelib.config import AttentionConfig
+    from gelib.markers import simulation_seconds
+    from gelib.spectra import estimate_seconds, seed_flops
+
+    a, b = AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512), AttentionConfig(n=512, d=512, h=8, d_k=64, d_o=256)
+    rates = (4e10, 0.2)
+    f = seed_flops(a, ("mha",))
+    want_a = 5 * ((f["attention"] + f["output"]) / 4e10 + 0.2 / 64)  # one eigensolve of 256 = 1024 / 4
+    assert estimate_seconds(a, 5, rates, ("mha",)) == pytest.approx(want_a)
+    want = estimate_seconds(a, 5, rates, ("mha",)) + estimate_seconds(b, 5, rates, ("mha",))
+    assert simulation_seconds([a, b, a], 5, rates) == pytest.approx(want)  # each layer once

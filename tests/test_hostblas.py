@@ -47,16 +47,43 @@ def test_model_spectra_on_the_host_match_the_device_path(name):
             np.testing.assert_allclose(got[m][s], want[i], rtol=1e-10, atol=1e-12 * want[i].max())
 
 
+def _signed_r(u):
+    """The R of u^T = Q R with a nonnegative diagonal, from NumPy's Householder QR."""
+    r = np.linalg.qr(u.T, mode="r")
+    return np.where(np.diag(r) < 0, -1.0, 1.0)[:, None] * r
+
+
 def test_qr_route_with_a_rectangular_factor():
     # d_o < m n: G is a Gaussian (m n, d_o) matrix and Y = R^T G (output_route
     # never picks this case, reduced_output_grams has it)
     rng = np.random.default_rng(0)
-    m, n, d_o = 2, 5, 7
-    r, g = np.triu(rng.standard_normal((m * n, m * n))), rng.standard_normal((m * n, d_o))
-    y = (r.T @ g).reshape(m, n, d_o)
-    for i, got in enumerate(hostblas.grams_from_parts("qr", r, g, m, n)):
+    m, n, p, d_o = 2, 5, 16, 7
+    u, g = rng.standard_normal((m, n, p)), rng.standard_normal((m * n, d_o))
+    y = (_signed_r(u.reshape(m * n, p)).T @ g).reshape(m, n, d_o)
+    for i, got in enumerate(hostblas.grams_from_parts("qr", u, g, m, n)):
         want = y[i] @ y[i].T / n
         np.testing.assert_allclose(np.tril(got), np.tril(want), atol=1e-13)
+
+
+def test_triangular_factor_is_the_r_of_householder_qr():
+    # Cholesky of the Gram matrix against NumPy's Householder QR (a second
+    # method), on rows far from orthogonal (condition number about 1e3)
+    rng = np.random.default_rng(2)
+    u = rng.standard_normal((40, 120)) * np.logspace(0, -3, 40)[:, None]
+    want = _signed_r(u)
+    got = hostblas.triangular_factor(u)
+    assert np.all(np.tril(got, -1) == 0) and np.all(np.diag(got) > 0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-11 * np.abs(want).max())
+
+
+def test_triangular_factor_of_rank_deficient_rows_falls_back_to_qr():
+    # beta = 0 makes the MHA rows zero: the Gram matrix is singular, Cholesky
+    # fails, and the factor still satisfies R^T R = u u^T
+    rng = np.random.default_rng(3)
+    u = np.vstack([np.zeros((5, 30)), rng.standard_normal((5, 30))])
+    got = hostblas.triangular_factor(u)
+    assert np.all(np.tril(got, -1) == 0) and np.all(np.diag(got) >= 0)
+    np.testing.assert_allclose(got.T @ got, u @ u.T, atol=1e-12)
 
 
 def test_unknown_route():

@@ -349,42 +349,39 @@ TIED = AttentionConfig(n=256, d=512, h=4, d_k=64, d_o=128, tie_kv=True)
 def test_predicted_shift_is_the_first_moment_bias():
     from gelib.shifts import mha_shift_exact
     from gelib.spectra import mean_shift
-    from gelib.tables import mean_shift_remainder
 
-    b, r = MK.predicted_shift(UNTIED)
-    assert b == mha_shift_exact(256, 64) and r == 0.0  # exact: nothing neglected
+    b = MK.predicted_shift(UNTIED)
+    assert b == mha_shift_exact(256, 64)
     # its leading order is about 1.58 / d_K - 12.1 / n at beta = 1; what that neglects is of the
-    # size of the square of the first order
+    # size of the square of the first order, (1.58 / d_K + 12.1 / n)^2
     assert mean_shift(256, 64) == pytest.approx(1.582 / 64 - 12.06 / 256, abs=2e-3)
-    assert abs(b - mean_shift(256, 64)) < mean_shift_remainder(256, 64)
+    assert abs(b - mean_shift(256, 64)) < (1.582 / 64 + 12.06 / 256) ** 2
     assert MK.predicted_shift(TIED) is None
 
 
 def test_shifted_law_is_the_law_of_the_rescaled_eigenvalue():
     laws = MK.LimitLaws(1e-9, law_fn=lambda c: marchenko_pastur(0.5))
-    b, r = MK.predicted_shift(UNTIED)
+    c = 1 + MK.predicted_shift(UNTIED)
     m = marchenko_pastur(0.5).moments(2)
-    for side in (0.0, -1.0, 1.0):
-        law = laws.shifted(UNTIED, side)
-        c = 1 + b + side * r
-        np.testing.assert_allclose(law.moments(2), m * np.array([c, c * c]), rtol=1e-12)
-        assert law.edges()[0][1] == pytest.approx(c * (1 + math.sqrt(0.5)) ** 2, rel=1e-9)
-        assert laws.shifted(UNTIED, side) is law  # cached
+    law = laws.shifted(UNTIED)
+    np.testing.assert_allclose(law.moments(2), m * np.array([c, c * c]), rtol=1e-12)
+    assert law.edges()[0][1] == pytest.approx(c * (1 + math.sqrt(0.5)) ** 2, rel=1e-9)
+    assert laws.shifted(UNTIED) is law  # cached
     assert laws.shifted(TIED) is None
 
 
 def test_marker_table_rule_against_the_prediction():
     t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
     v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
-    s = t.add("a", "close", 400, 1.0, v, predicted=1.02, remainder=0.01, asserted=True)
+    s = t.add("a", "close", 400, 1.0, v, predicted=1.02, asserted=True)
     lo, hi = scipy.stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=scipy.stats.sem(v))
     assert s.mean == pytest.approx(v.mean()) and s.ci95 == pytest.approx((hi - lo) / 2)
     # 9 % off GE but on its prediction: within; the same values against GE alone miss it
-    t.add("a", "shifted", 400, 1.0, [1.09, 1.091, 1.089], predicted=1.09, remainder=0.0, asserted=True)
+    t.add("a", "shifted", 400, 1.0, [1.09, 1.091, 1.089], predicted=1.09, asserted=True)
     t.add("a", "unpredicted", 400, 1.0, [1.09, 1.091, 1.089])
     m0, m1, m2 = t.markers
     assert m0.reference == 1.02 and m2.reference == 1.0 and not m2.asserted
-    assert t.tolerance(m0) == pytest.approx((2.5 * s.ci95 + 0.01) / 1.02)
+    assert t.tolerance(m0) == pytest.approx(2.5 * s.ci95 / 1.02)
     assert m1.miss == pytest.approx(0.0, abs=1e-12) and m1.deviation == pytest.approx(0.09)
     assert m2.miss == pytest.approx(0.09) and t.tolerance(m2) == pytest.approx(2.5 * m2.ci / 1.0)
     # a miss of a measured marker is a departure, not a failure; asserted, it fails
@@ -411,13 +408,13 @@ def test_marker_table_rule_against_the_prediction():
 
 def test_measure_mean_is_asserted_where_a_shift_is_predicted():
     t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
-    b, r = MK.predicted_shift(UNTIED)
+    b = MK.predicted_shift(UNTIED)
     ev = np.full((3, 8), 1.0) * (1 + b) + np.array([[-1e-3], [0.0], [1e-3]])  # mean eigenvalue m_1 (1 + b)
     t.measure_mean("a", "untied", UNTIED, ev)
     t.measure_mean("a", "tied", TIED, ev)
     untied, tied = t.markers
     assert untied.label == "untied, m_1" and untied.asserted and untied.predicted == pytest.approx(1 + b)
-    assert untied.remainder == pytest.approx(r) and untied.mean == pytest.approx(1 + b)
+    assert untied.mean == pytest.approx(1 + b)
     assert not tied.asserted and tied.predicted is None and tied.ge == pytest.approx(1.0)
     assert t.bad() == [] and t.asserted == 1
 
@@ -432,22 +429,21 @@ def test_spread_excess_is_scale_free():
 
 
 def test_marker_table_predicts_the_mean_eigenvalue_exactly():
-    """For the mean eigenvalue the prediction is m_1 (1 + b), the remainder m_1 r, and a ratio of two layers
-    takes the worst of the four sign combinations."""
+    """For the mean eigenvalue the prediction is m_1 (1 + b), and for a ratio of two layers the ratio
+    of their shifts."""
     laws = MK.LimitLaws()
     t = MK.MarkerTable(laws)
-    b, r = MK.predicted_shift(UNTIED)
+    b = MK.predicted_shift(UNTIED)
     m1 = UNTIED.first_moment
-    ge, pred, rem = t.predict(lambda mu: mu.moments(1)[0], UNTIED)
+    ge, pred = t.predict(lambda mu: mu.moments(1)[0], UNTIED)
     assert ge == pytest.approx(m1, rel=1e-12) and pred == pytest.approx(m1 * (1 + b), rel=1e-12)
-    assert rem == pytest.approx(m1 * r, rel=1e-9)
     other = UNTIED.replace(d_k=128)
-    b2, r2 = MK.predicted_shift(other)
-    ge, pred, rem = t.predict(lambda a, c: a.moments(1)[0] / c.moments(1)[0], UNTIED, other)
+    b2 = MK.predicted_shift(other)
+    assert b2 != pytest.approx(b)  # the two layers' shifts differ, so the ratio moves
+    ge, pred = t.predict(lambda a, c: a.moments(1)[0] / c.moments(1)[0], UNTIED, other)
     assert ge == pytest.approx(1.0, rel=1e-12) and pred == pytest.approx((1 + b) / (1 + b2), rel=1e-12)
-    assert rem == pytest.approx((1 + b + r) / (1 + b2 - r2) - pred, rel=1e-9)
-    ge, pred, rem = t.predict(lambda mu: mu.moments(1)[0], TIED)  # no prediction for tied layers
-    assert pred is None and rem == 0.0 and ge == pytest.approx(TIED.first_moment, rel=1e-12)
+    ge, pred = t.predict(lambda mu: mu.moments(1)[0], TIED)  # no prediction for tied layers
+    assert pred is None and ge == pytest.approx(TIED.first_moment, rel=1e-12)
 
 
 def test_marker_table_measure():
@@ -462,7 +458,7 @@ def test_marker_table_measure():
     assert s.mean == pytest.approx(np.mean([L.arrival_time(e, 0.1) for e in ev]))
     assert not t.bad()  # sampled MP falls on its law
     t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), UNTIED, ev)
-    b, _ = MK.predicted_shift(UNTIED)
+    b = MK.predicted_shift(UNTIED)
     assert t.markers[1].predicted == pytest.approx(m.ge / (1 + b), rel=1e-8)  # time scales like 1 / eigenvalue
 
 
@@ -476,7 +472,7 @@ def test_marker_table_curve_and_summary():
     pairs = t.measure_curve("a", "mp", times, lambda mu: L.training_loss(mu, times), UNTIED, ev)
     assert [p[0] for p in pairs] == list(times)
     assert [m.label for m in t.markers] == ["mp, t=0.1", "mp, t=0.5", "mp, t=2"]
-    b, _ = MK.predicted_shift(UNTIED)
+    b = MK.predicted_shift(UNTIED)
     for j, (_, s) in enumerate(pairs):
         assert t.markers[j].ge == pytest.approx(L.training_loss(law, times[j])[0], rel=1e-12)
         # the loss of the rescaled law at t is the law's at (1 + b) t
