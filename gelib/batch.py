@@ -75,6 +75,7 @@ __all__ = [
     "run_batch",
     "estimate",
     "format_estimate",
+    "planned_layers",
     "prepare_mirror",
     "fill_missing_chapters",
     "render_book",

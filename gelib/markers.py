@@ -40,6 +40,8 @@ __all__ = [
     "quadrature_error",
     "predicted_shift",
     "spread_excess",
+    "simulation_seconds",
+    "plan_note",
     "LimitLaws",
     "SoftmaxSpectra",
     "Marker",
