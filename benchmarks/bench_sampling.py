@@ -12,7 +12,7 @@ and compute both spectra (eigenvalues of Y Y^T / n) - what
   (``models._yg_reduced``), and the Gram matrices from the law of
   ``W^O W^O^T`` (``spectra.output_route``: without ``W^O`` where ``n`` is small
   against ``h d_v``, GPT-3, with ``R`` from the Cholesky factor of ``U U^T``;
-  by Bartlett's triangular factor where ``d_o >= h d_v``);
+  by Bartlett's triangular factor where ``d_o >= h d_v`` in a big layer);
   LAPACK eigensolver; timed after compilation, as ``model_spectra`` runs it
   (the next seed's Gram matrices formed while the eigensolver works).  Both
   reductions are exact in law.

@@ -23,7 +23,8 @@ matrices ``Y_i Y_i^T`` of ``Y_i = U_i W^O`` are sampled jointly from the law of
 ``W^O W^O^T`` (:func:`output_route`, :func:`reduced_output_grams`): without
 ``W^O`` at all when ``m n`` is small against ``h d_v`` (``m`` models of ``n``
 tokens: GPT-3 at full context), through Bartlett's triangular factor of
-``W^O W^O^T`` when ``d_o >= h d_v`` (most models: ``d_o = h d_v``).
+``W^O W^O^T`` when ``d_o >= 1.5 h d_v``, or ``d_o >= h d_v`` in a big layer
+(:func:`output_route`).
 The literal path always forms ``Y = U W^O``.
 
 Distances between two spectra with the same number ``n`` of eigenvalues:
@@ -248,18 +249,29 @@ def output_route(cfg: AttentionConfig, m: int) -> str:
 
     * ``"qr"`` where ``m n < p`` and it takes 1.5x fewer flops (GPT-3 175B):
       ``O(p (m n)^2)``, no ``W^O``;
-    * ``"bartlett"`` where ``d_o >= p`` (every preset but GPT-3's: ``d_o = h d_v``
-      in most transformers): ``W^O W^O^T`` sampled by its Bartlett factor,
-      ``Y_i`` replaced by ``U_i L`` (``n x p`` instead of ``n x d_o``): at most
-      the flops of the direct route, ``p / d_o`` of them, and on the host's
-      BLAS the product with the triangular ``L`` takes half (``dtrmm``);
-    * ``"direct"`` otherwise (``d_o < p``): ``Y = U W^O``.
+    * ``"bartlett"`` where ``d_o >= 1.5 p``, and where ``d_o >= p`` in a big
+      layer (``m n p^2 >=`` :data:`BARTLETT_MIN_FLOPS`: Falcon-7B, LLaDA-8B;
+      ``d_o = h d_v`` in most transformers): ``W^O W^O^T`` sampled by its
+      Bartlett factor, ``Y_i`` replaced by ``U_i L`` (``n x p`` instead of
+      ``n x d_o``): at most the flops of the direct route, ``p / d_o`` of them,
+      and on the host's BLAS the product with the triangular ``L`` takes half
+      (``dtrmm``);
+    * ``"direct"`` otherwise: ``Y = U W^O``.
 
     All three give the same joint law (:func:`reduced_output_grams`)."""
     flops = output_flops(cfg, m)
-    if m * cfg.n < cfg.h * cfg.d_v and 1.5 * flops["qr"] < flops["direct"]:
+    p = cfg.h * cfg.d_v
+    if m * cfg.n < p and 1.5 * flops["qr"] < flops["direct"]:
         return "qr"
-    return "bartlett" if cfg.d_o >= cfg.h * cfg.d_v else "direct"
+    big = m * cfg.n * p * p >= BARTLETT_MIN_FLOPS
+    return "bartlett" if cfg.d_o >= 1.5 * p or (cfg.d_o >= p and big) else "direct"
+
+
+#: Where ``d_o`` is between ``h d_v`` and ``1.5 h d_v``, Bartlett's route costs the flops of the
+#: direct one and saves the half of the product ``U L`` that ``dtrmm`` skips, ``m n p^2`` flops,
+#: but its chi-square diagonal (``jax.random.gamma``) adds about 1.3 s of compilation per shape on
+#: a 2-core CPU: worth it from about 5e10 flops (a second at that CPU's one-thread BLAS rate).
+BARTLETT_MIN_FLOPS = 5e10
 
 
 def direct_output_grams(u: jax.Array, w_o: jax.Array) -> jax.Array:

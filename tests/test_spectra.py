@@ -173,12 +173,15 @@ def test_the_reduction_is_used_only_where_it_pays():
     from gelib import preset_config
 
     assert S.output_route(preset_config("gpt3-175b"), 2) == "qr"
-    # d_o = h d_v: Bartlett's route, the flops of the direct one, but a triangular product on the host
-    assert S.output_route(preset_config("bert-base"), 2) == "bartlett"
-    flops = S.output_flops(preset_config("bert-base"), 2)
-    assert flops["bartlett"] == flops["direct"]
+    assert S.output_route(preset_config("bert-base"), 2) == "direct"  # d_o = h d_v in a small layer
     assert S.output_route(preset_config("bert-base").replace(d_o=1152), 2) == "bartlett"
-    assert S.output_route(preset_config("bert-base").replace(d_o=767), 2) == "direct"  # d_o < h d_v
+    assert S.output_route(preset_config("bert-base").replace(d_o=1151), 2) == "direct"
+    # d_o = h d_v in a big layer: Bartlett's route, the flops of the direct one, a triangular product on the host
+    for name in ("falcon-7b", "llada-8b", "llama3-8b"):
+        cfg = preset_config(name)
+        assert S.output_route(cfg, 2) == "bartlett", name
+        assert S.output_flops(cfg, 2)["bartlett"] == S.output_flops(cfg, 2)["direct"]
+    assert S.output_route(preset_config("llada-8b").replace(d_o=4095), 2) == "direct"  # d_o < h d_v
     for name in ("bert-base", "gpt3-175b", "llama3-8b", "falcon-7b"):
         cfg = preset_config(name)
         flops = S.output_flops(cfg, 2)
