@@ -71,6 +71,7 @@ __all__ = [
     "estimate_seconds",
     "output_flops",
     "seed_flops",
+    "BARTLETT_MIN_FLOPS",
     "direct_output_grams",
     "reduced_output_grams",
     "model_spectra",
