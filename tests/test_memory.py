@@ -67,9 +67,9 @@ def test_the_estimate_is_within_a_factor_two_of_the_measured_peak(tmp_path):
     the full suite, whose pytest process holds about 1.9 GB, it read 7x the
     estimate), and a baseline taken as a peak would hide the compilation's
     transient.  The layer has ``d_o < h d_v``, so the fast path forms ``Y = U W^O``
-    (the direct route, the largest working set; where ``d_o >= h d_v`` the
-    Bartlett route never forms ``Y``, and the estimate, which does not know
-    which route the host takes, is then an upper bound).  Measured here at 1.0x
+    (the direct route, the largest working set; a layer on Bartlett's route
+    never forms ``Y``, and the estimate, which does not know which route the
+    host takes, is then an upper bound).  Measured here at 1.0x
     the estimate (1.1-1.3x before the routes changed, six runs)."""
     script = """
 import json, jax
