@@ -33,7 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 test: lint
-	rm -rf $(TEST_RUN)
+	rm -rf $(TEST_RUN) _build/test-ci
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) tests book
 	$(BIN)/python -m gelib render $(TEST_RUN) --output _build/test-ci
 	$(BIN)/python tools/check_pages.py _build/test-ci/_build/html

@@ -21,8 +21,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import nbformat  # noqa: E402
 import nbval.plugin  # noqa: E402
+import pytest  # noqa: E402
 
-from gelib.batch import is_chapter, load_chapter  # noqa: E402
+from gelib.batch import RUN_MARKER, is_chapter, is_run_folder, load_chapter, mark_run_folder, unsafe_run_folder  # noqa: E402
 
 CI_PARAMETERS = {"scale": "ci"}
 ROOT = Path(__file__).resolve().parent
@@ -64,6 +65,22 @@ def pytest_collect_file(file_path, parent):
 
 
 _FAILED: set = set()
+
+
+def pytest_configure(config):
+    """``--executed-dir DIR`` must be a new or empty folder, or a run folder: the
+    notebooks written there replace earlier ones, so never a folder of the user's."""
+    out = config.getoption("executed_dir", None)
+    if not out or hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller checked it
+        return
+    out = Path(out)
+    why = unsafe_run_folder(ROOT, out)
+    if why is None and out.exists() and (not out.is_dir() or any(out.iterdir())) and not is_run_folder(out):
+        why = f"{out} exists and is not a run folder (no {RUN_MARKER}); give a new or empty folder"
+    if why:
+        raise pytest.UsageError(f"--executed-dir: {why}")
+    out.mkdir(parents=True, exist_ok=True)
+    mark_run_folder(out, made_by="the chapter tests (--executed-dir)")
 
 
 def pytest_runtest_logreport(report):

@@ -25,10 +25,18 @@
 A failing chapter does not stop the others; the run then exits non-zero and
 names each failed chapter with its failing code cell. ``--resume`` continues
 the latest unfinished run of a scale without redoing finished chapters (also
-after a crash or a kill); Ctrl-C stops the workers and prints the ``--resume``
-command. A run folder is locked while a batch uses it; a new run never
-overwrites an earlier run's results (``--out DIR --force`` does, unless that
-run is live).
+after a crash or a kill), with the selection the run recorded (chapters, jobs,
+render, parameters, timeout); Ctrl-C stops the workers and prints the exact
+command that continues the run. A run folder is locked while a batch uses it.
+
+Nothing the batch did not write is ever deleted or overwritten. Every run
+folder carries a marker, :data:`RUN_MARKER`, written when the folder is made; a
+new run never overwrites an earlier run's results, and ``--out DIR --force``
+clears only what a batch writes (:func:`run_entries`) from a folder with the
+marker (or an empty one), unless that run is live. The repository, its
+chapters' folders, the folders above them and a folder inside them are never a
+run folder (:func:`unsafe_run_folder`); ``render`` checks the same before it
+writes anything (:func:`check_run_folder`).
 
 The same loading (:func:`load_chapter`) serves nbval through ``conftest.py``.
 This module is the engine only; its command line (the flags above) is
@@ -64,6 +72,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BatchError",
+    "RUN_MARKER",
+    "is_run_folder",
+    "run_entries",
+    "unsafe_run_folder",
+    "check_run_folder",
+    "mark_run_folder",
+    "resume_command",
     "is_chapter",
     "load_chapter",
     "toc_files",
@@ -89,6 +104,11 @@ __all__ = [
 SLOW_FIRST: tuple[str, ...] = ("finite_size_table", "readout_learning", "parameter_sharing")
 
 ROOT_FILES = ("_config.yml", "_toc.yml")
+#: The file that makes a folder a run folder: written by the batch (and by the chapter
+#: tests' ``--executed-dir``) when it makes the folder. ``--force`` clears, and ``render``
+#: writes into, only a folder that has it (or a ``record.json`` of a batch, as runs made
+#: before the marker existed have).
+RUN_MARKER = ".gelib-run"
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
 
 
@@ -418,11 +438,96 @@ class _Lock:
             self.path.unlink(missing_ok=True)
 
 
-def _open_run_dir(run_dir: Path, fresh: bool, force: bool) -> _Lock:
-    """Create (or, with ``force``, empty) the run folder and lock it; a clear
-    :class:`BatchError` when it cannot be written or is in use."""
-    if fresh and run_dir.exists() and not force:
+def mark_run_folder(run_dir: Path, made_by: str = "python -m gelib batch") -> None:
+    """Write :data:`RUN_MARKER` into ``run_dir`` (kept if it is there already)."""
+    marker = Path(run_dir) / RUN_MARKER
+    if not marker.exists():
+        marker.write_text(
+            json.dumps({"made_by": made_by, "created": _dt.datetime.now().isoformat(timespec="seconds")}) + "\n"
+        )
+
+
+def is_run_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder a batch (or the chapter tests) made: it has
+    :data:`RUN_MARKER`, or the ``record.json`` of a batch (a run made before the marker)."""
+    path = Path(path)
+    if (path / RUN_MARKER).is_file():
+        return True
+    record = _read_record(path)
+    return isinstance(record, dict) and {"scale", "parameters", "chapters"} <= set(record)
+
+
+def _source_folders(root: Path) -> set[Path]:
+    """The folders that hold the book's pages (``book/``), resolved."""
+    return {(root / f).parent.resolve() for f in toc_files(root)} - {root.resolve()}
+
+
+def unsafe_run_folder(root: Path, path: Path) -> str | None:
+    """Why ``path`` can never be a run folder of the book at ``root``, or ``None``.
+
+    Not the repository (``root``) or a folder above it, not a folder of the
+    book's pages (``book/``) or one above or inside it, not inside ``.git``:
+    the batch writes and clears run folders, and these hold what it did not write."""
+    root, path = Path(root).resolve(), Path(path).resolve()
+    if path == root:
+        return f"{path} is the book's own folder (the repository)"
+    if path in root.parents:
+        return f"{path} holds the book's folder {root}"
+    if (root / ".git") in (path, *path.parents):
+        return f"{path} is inside the repository's .git"
+    for src in sorted(_source_folders(root)):
+        if path == src or path in src.parents:
+            return f"{path} holds the book's chapters ({src})"
+        if src in path.parents:
+            return f"{path} is inside the book's chapters folder {src}"
+    return None
+
+
+def run_entries(root: Path) -> set[str]:
+    """The names a batch writes at the top of a run folder: all that ``--force`` removes."""
+    tops = set()
+    for f in toc_files(root):
+        parts = Path(f).parts
+        tops |= {parts[0]} if len(parts) > 1 else {f"{parts[0]}.md", f"{parts[0]}.ipynb"}
+    own = {"record.json", "record.json.tmp", "logs", ".work", "_build", ".write-test", RUN_MARKER}
+    return tops | set(ROOT_FILES) | own
+
+
+def check_run_folder(root: Path, path: Path) -> None:
+    """Raise :class:`BatchError` unless ``path`` is an existing run folder that is safe to write
+    (:func:`is_run_folder`, not :func:`unsafe_run_folder`); ``render`` calls it before writing anything."""
+    path = Path(path)
+    why = unsafe_run_folder(root, path)
+    if why:
+        raise BatchError(f"{why}: not a run folder; give a folder made by the batch or the chapter tests")
+    if not path.is_dir():
+        raise BatchError(f"{path} is not a folder of executed chapters")
+    if not is_run_folder(path):
+        raise BatchError(
+            f"{path} is not a run folder (it has no {RUN_MARKER}, which python -m gelib batch and the "
+            "chapter tests' --executed-dir write); nothing was written"
+        )
+
+
+def _open_run_dir(root: Path, run_dir: Path, fresh: bool, force: bool) -> _Lock:
+    """Create (or, with ``force``, clear) the run folder and lock it; a clear
+    :class:`BatchError` when it cannot be written, is in use, or holds what a batch did not write."""
+    why = unsafe_run_folder(root, run_dir)
+    if why:
+        raise BatchError(f"{why}; the batch never writes there: give another --out")
+    existed = run_dir.exists()
+    if existed and not run_dir.is_dir():
+        raise BatchError(f"{run_dir} exists and is not a folder; give another --out")
+    occupied = existed and any(run_dir.iterdir())
+    if fresh and occupied and not force:
         raise BatchError(f"{run_dir} exists; use --resume, --force or another --out")
+    if fresh and occupied and not is_run_folder(run_dir):
+        raise BatchError(
+            f"{run_dir} was not made by the batch (no {RUN_MARKER}): --force clears only a run folder, "
+            "and this one holds files of its own; give another --out"
+        )
+    if not fresh and not is_run_folder(run_dir):
+        raise BatchError(f"{run_dir} is not a run folder (no {RUN_MARKER} nor record.json): nothing to resume")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         lock = _Lock(run_dir)
@@ -431,12 +536,24 @@ def _open_run_dir(run_dir: Path, fresh: bool, force: bool) -> _Lock:
         probe.write_text("ok")
         probe.unlink()
     except OSError as e:
+        if not existed:
+            _remove_empty(run_dir)
         raise BatchError(f"cannot write the run folder {run_dir}: {e.strerror or e}") from None
     if fresh and force:
+        ours = run_entries(root)
         for p in run_dir.iterdir():
-            if p.name != ".lock":
+            if p.name in ours and p.name != ".lock":
                 shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    if fresh:
+        mark_run_folder(run_dir)
     return lock
+
+
+def _remove_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
 
 
 def estimate(
@@ -466,8 +583,11 @@ def estimate(
     (:func:`gelib.markers.simulation_seconds`), a lower bound, since the limit
     laws' work comes on top. ``rate`` is this machine's rate in GFLOP/s and
     ``eig_seconds`` its ``1024 x 1024`` eigensolve (measured when needed if ``None``).
-    Rows: ``chapter``, ``seconds``, ``lower_bound`` (the chapter was stopped, so it
-    takes longer) and ``basis``.
+    Rows: ``chapter``, ``seconds``, ``lower_bound`` (the chapter was stopped, or
+    only its simulations are counted, so it takes longer), ``kind`` (``"measured
+    here"``, ``"reference"``, ``"reference, scaled"``, ``"from sizes"`` or
+    ``"none"``) and ``basis``; the last row carries ``busy`` when the machine
+    looked loaded while its rates were measured (:class:`gelib.spectra.MachineRates`).
     """
     from gelib import reference_times  # here, not at the top: this file also runs as a worker script
 
@@ -482,11 +602,19 @@ def estimate(
                 here[name] = (float(c["seconds"]), f"measured here ({run.name}, {(rec.get('commit') or '?')[:7]})")
     refs = [r for r in reference_times.REFERENCE_RUNS if r["scale"] == scale]
     rows = []
+    busy = None
     for f in chapters:
         name = Path(f).name
-        row = {"chapter": name, "seconds": None, "lower_bound": False, "basis": "no measurement at this scale"}
+        row = {
+            "chapter": name,
+            "seconds": None,
+            "lower_bound": False,
+            "kind": "none",
+            "basis": "no measurement at this scale",
+        }
         if name in here:
             row["seconds"], row["basis"] = here[name]
+            row["kind"] = "measured here"
         for ref in sorted(refs, key=lambda r: r["accelerator"] != accelerator):  # same kind of machine first
             if name in here or name not in ref["chapters"]:
                 continue
@@ -500,10 +628,12 @@ def estimate(
                     if rate is None:
                         from gelib.spectra import machine_rates
 
-                        rate = machine_rates()[0] / 1e9
+                        measured = machine_rates()
+                        rate, busy = measured[0] / 1e9, measured.busy
                     secs *= ref["matmul_gflops"] / rate
                     note += f", scaled by the matmul rate ({rate:.0f} GFLOP/s here, {ref['matmul_gflops']:.0f} there)"
-                row.update(seconds=secs, lower_bound=bound, basis=where + note)
+                kind = "reference, scaled" if not accelerator and ref.get("matmul_gflops") else "reference"
+                row.update(seconds=secs, lower_bound=bound, basis=where + note, kind=kind)
             else:
                 row["basis"] = f"not measured on this kind of machine; {'> ' if bound else ''}{secs:.0f} s on {where}"
             break
@@ -513,15 +643,22 @@ def estimate(
                 from gelib.markers import simulation_seconds
                 from gelib.spectra import machine_rates
 
-                rates = (rate * 1e9, eig_seconds) if rate and eig_seconds else machine_rates()
+                if rate and eig_seconds:
+                    rates = (rate * 1e9, eig_seconds)
+                else:
+                    rates = machine_rates()
+                    busy = rates.busy
                 layers, seeds = plan
                 row.update(
                     seconds=simulation_seconds(layers, seeds, rates),
                     lower_bound=True,
+                    kind="from sizes",
                     basis=f"from its sizes: {len(layers)} softmax layers x {seeds} seeds at "
                     f"{rates[0] / 1e9:.0f} GFLOP/s (their simulations alone); {row['basis']}",
                 )
         rows.append(row)
+    if busy and rows:
+        rows[-1]["busy"] = busy
     return rows
 
 
@@ -574,22 +711,47 @@ def planned_layers(path: str | Path, parameters: dict | None = None, timeout: fl
     return [AttentionConfig(**c) for c in plan["layers"]], plan["seeds"]
 
 
+def _seconds(value: float) -> str:
+    """Seconds as a table shows them: whole above 10, else two significant digits."""
+    return f"{value:.0f} s" if value >= 10 else f"{value:.2g} s"
+
+
+#: How :func:`format_estimate` names each kind of basis.
+ESTIMATE_KINDS = {
+    "measured here": "measured",
+    "reference": "measured",
+    "reference, scaled": "scaled",
+    "from sizes": "from sizes",
+    "none": "",
+}
+
+
 def format_estimate(rows: list[dict], scale: str, device: str, jobs: int) -> str:
-    """The table printed before a ``--scale paper`` run and by ``--estimate``."""
+    """The table printed before a ``--scale paper`` run and by ``--estimate``: per
+    chapter its time and how it was obtained, *measured* (a run of it on this machine,
+    or a reference run on this kind of machine), *scaled* (a reference run on another
+    CPU, by the two matmul rates) or *from sizes* (a lower bound from the layers the
+    chapter plans to simulate: extrapolated, not measured)."""
     lines = [f"estimated time of each chapter at scale {scale!r} on {device}:"]
     for r in rows:
-        t = "?" if r["seconds"] is None else f"{'> ' if r['lower_bound'] else ''}{r['seconds']:.0f} s"
-        lines.append(f"  {r['chapter']:<26} {t:>9}   {r['basis']}")
+        t = "?" if r["seconds"] is None else ("> " if r["lower_bound"] else "") + _seconds(r["seconds"])
+        lines.append(f"  {r['chapter']:<26} {t:>9}  {ESTIMATE_KINDS[r.get('kind', 'none')]:<10}  {r['basis']}")
     known = [r["seconds"] for r in rows if r["seconds"] is not None]
     if known:
         total = sum(known)
         wall = max(total / max(jobs, 1), max(known))
         more = len(rows) - len(known)
         lines.append(
-            f"  total {'at least ' if more or any(r['lower_bound'] for r in rows) else ''}{total:.0f} s of chapter time"
-            f"{f' (+{more} unknown)' if more else ''}, about {wall:.0f} s of wall time with {jobs} at a time;"
+            f"  total {'at least ' if more or any(r['lower_bound'] for r in rows) else ''}{_seconds(total)} of chapter "
+            f"time{f' (+{more} unknown)' if more else ''}, about {_seconds(wall)} of wall time with {jobs} at a time;"
             " pick chapters with --chapters PATTERN"
         )
+    sizes = [r["chapter"] for r in rows if r.get("kind") == "from sizes"]
+    if sizes:
+        lines.append(f"  extrapolated from sizes, not measured: {', '.join(sizes)}")
+    for r in rows:
+        if r.get("busy"):
+            lines.append(f"  note: {r['busy']}")
     return "\n".join(lines)
 
 
@@ -601,7 +763,7 @@ def run_batch(
     out: Path | None = None,
     resume: bool = False,
     force: bool = False,
-    render: bool = True,
+    render: bool | None = None,
     timeout: int | None = None,
     stream: TextIO | None = None,
     jobs: int | None = None,
@@ -616,8 +778,11 @@ def run_batch(
     chapter whose parameters cell has the name (a name no selected chapter has
     is an error); ``out`` is the run folder (default
     ``_build/runs/<scale>-<time>``); ``jobs`` chapters run at once (default
-    :func:`default_jobs`). Before a run at the paper scale, and instead of
-    the run with ``only_estimate``, prints :func:`estimate`'s table.
+    :func:`default_jobs`); ``render`` (default: yes) builds the HTML. The
+    record keeps that selection, so ``resume`` redoes it: on resume, a
+    selection, ``render``, ``jobs``, ``timeout`` or ``parameters`` left out is
+    the run's own. Before a run at the paper scale, and instead of the run with
+    ``only_estimate``, prints :func:`estimate`'s table.
 
     Every run renders into its own folder, ``<run>/_build/html``. A run in
     which every chapter of the book ran, once rendered without error, then
@@ -635,12 +800,9 @@ def run_batch(
 
     files = toc_files(root)
     all_chapters = [f for f in files if is_chapter(root / f"{f}.md")]
-    todo = [f for f in all_chapters if not chapters or any(fnmatch.fnmatch(Path(f).name, p) for p in chapters)]
-    if not todo:
-        names = ", ".join(Path(f).name for f in all_chapters)
-        raise BatchError(f"no chapter matches {' '.join(chapters or [])!r}; the chapters: {names} (globs: 'denom*')")
-    overrides = chapter_overrides(root, todo, parameters or {})
     if only_estimate:
+        todo = _select(all_chapters, chapters)
+        chapter_overrides(root, todo, parameters or {})
         device, accelerator = _device()
         rows = estimate(root, scale, todo, device, accelerator)
         print(format_estimate(rows, scale, device, jobs or default_jobs(accelerator)), file=stream)
@@ -649,23 +811,40 @@ def run_batch(
     if resume:
         run_dir = Path(out) if out else (_runs(build, scale) or [None])[-1]
         if run_dir is None or not (run_dir / "record.json").exists():
-            raise BatchError(f"no earlier run of scale {scale!r} to resume")
-        lock = _open_run_dir(run_dir, fresh=False, force=False)
-        record = _read_record(run_dir)
-        if record is None:
+            raise BatchError(f"no earlier run of scale {scale!r} to resume" + (f" in {out}" if out else ""))
+        lock = _open_run_dir(root, run_dir, fresh=False, force=False)
+        try:
+            record = _read_record(run_dir)
+            if record is None:
+                raise BatchError(f"{run_dir / 'record.json'} cannot be read")
+            # what the run was started with, unless given again: the chapters, render, jobs, timeout, parameters
+            selection = record.setdefault("selection", {})
+            chapters = chapters if chapters is not None else selection.get("chapters")
+            render = render if render is not None else selection.get("render", True)
+            jobs = jobs if jobs is not None else selection.get("jobs")
+            timeout = timeout if timeout is not None else selection.get("timeout")
+            if not parameters and record["parameters"].get("scale") == scale:
+                params = record["parameters"]
+            if record["parameters"] != params:
+                raise BatchError(f"{run_dir} ran with parameters {record['parameters']}, not {params}")
+            todo = _select(all_chapters, chapters)
+            overrides = chapter_overrides(root, todo, {k: v for k, v in params.items() if k != "scale"})
+        except BaseException:
             lock.release()
-            raise BatchError(f"{run_dir / 'record.json'} cannot be read")
-        if record["parameters"] != params:
-            lock.release()
-            raise BatchError(f"{run_dir} ran with parameters {record['parameters']}, not {params}")
+            raise
+        record["selection"] = {"chapters": chapters, "render": render, "jobs": jobs, "timeout": timeout}
     else:
+        render = True if render is None else render
+        todo = _select(all_chapters, chapters)
+        overrides = chapter_overrides(root, todo, parameters or {})
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(out) if out else build / "runs" / f"{scale}-{stamp}"
-        lock = _open_run_dir(run_dir, fresh=True, force=force)
+        lock = _open_run_dir(root, run_dir, fresh=True, force=force)
         device, accelerator = _device()
         record = {
             "scale": scale,
             "parameters": params,
+            "selection": {"chapters": chapters, "render": render, "jobs": jobs, "timeout": timeout},
             "started": _dt.datetime.now().isoformat(timespec="seconds"),
             "device": device,
             "accelerator": accelerator,
@@ -679,14 +858,59 @@ def run_batch(
     try:
         return _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, render, stream, jobs)
     except OSError as e:  # a full disk, a folder removed under us
+        saved = (
+            "the last saved record.json is intact" if _read_record(run_dir) is not None else "no record.json was saved"
+        )
         print(
-            f"python -m gelib batch: error: cannot write {run_dir}: {e.strerror or e}; the last saved "
-            f"record.json is intact; free the space and continue with --resume --out {run_dir}",
+            f"python -m gelib batch: error: cannot write {run_dir}: {e.strerror or e}; {saved}; free the space "
+            f"and continue with: {resume_command(root, run_dir, record)}",
             file=stream,
         )
         return 2
     finally:
         lock.release()
+
+
+def _select(all_chapters: list[str], patterns: list[str] | None) -> list[str]:
+    """The chapters whose file name matches one of the glob ``patterns`` (all if ``None``)."""
+    todo = [f for f in all_chapters if not patterns or any(fnmatch.fnmatch(Path(f).name, p) for p in patterns)]
+    if not todo:
+        names = ", ".join(Path(f).name for f in all_chapters)
+        raise BatchError(f"no chapter matches {' '.join(patterns or [])!r}; the chapters: {names} (globs: 'denom*')")
+    return todo
+
+
+def _as_cli_value(value) -> str:
+    """``value`` as ``-p NAME VALUE`` reads it back (JSON where it parses, else the string)."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return json.dumps(value)
+
+
+def resume_command(root: Path, run_dir: Path, record: dict) -> str:
+    """The command line that continues the run of ``record`` in ``run_dir``: the same
+    scale, chapters, parameters, jobs, timeout and render choice (also kept in the record)."""
+    import shlex
+
+    sel = record.get("selection", {})
+    words = ["python", "-m", "gelib", "batch", "--scale", record["scale"], "--resume", "--out", str(run_dir)]
+    if Path(root).resolve() != Path.cwd().resolve():
+        words += ["--root", str(root)]
+    if sel.get("chapters"):
+        words += ["--chapters", *sel["chapters"]]
+    for name, value in record.get("parameters", {}).items():
+        if name != "scale":
+            words += ["-p", name, _as_cli_value(value)]
+    if sel.get("jobs"):
+        words += ["--jobs", str(sel["jobs"])]
+    if sel.get("timeout"):
+        words += ["--timeout", str(sel["timeout"])]
+    if sel.get("render") is False:
+        words.append("--no-render")
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _reference_seconds(scale: str, accelerator: bool) -> dict[str, float]:
@@ -812,10 +1036,7 @@ def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, r
             record["chapters"][name].update(status="interrupted")
         _write_json(run_dir / "record.json", record)
         names = ", ".join(running) or "none running"
-        print(
-            f"\ninterrupted ({names}); continue with: python -m gelib batch --scale {scale} --resume --out {run_dir}",
-            file=stream,
-        )
+        print(f"\ninterrupted ({names}); continue with: {resume_command(root, run_dir, record)}", file=stream)
         return 130
     shutil.rmtree(work, ignore_errors=True)
 

@@ -4,6 +4,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -174,7 +175,7 @@ def test_bad_selections_and_folders_are_one_line_errors(book, capsys, monkeypatc
     # a folder in use by a live batch: neither --resume nor --force touches it
     out = book / "_build" / "runs" / "ci-live"
     out.mkdir(parents=True)
-    (out / "record.json").write_text(json.dumps({"parameters": {"scale": "ci"}, "chapters": {}}))
+    (out / "record.json").write_text(json.dumps({"scale": "ci", "parameters": {"scale": "ci"}, "chapters": {}}))
     lock = _Lock(out)
     lock.acquire()
     try:
@@ -276,10 +277,10 @@ def glued(run):
     return {n: c["glued"] for n, c in record["chapters"].items()}
 
 
-def test_ctrl_c_is_one_line_and_the_run_resumes(book):
+def test_ctrl_c_is_one_line_and_the_run_resumes_as_printed(book):
     slow_book(book, seconds=3)
     out = book / "_build" / "runs" / "ci-int"
-    proc = batch_cli(book, "--out", str(out), "--jobs", "1")
+    proc = batch_cli(book, "--out", str(out), "--jobs", "1", "--chapters", "slow0", "slow1", "-p", "seed", "3")
     while "started" not in proc.stderr.readline():
         pass
     time.sleep(3)  # inside the first chapter
@@ -287,13 +288,19 @@ def test_ctrl_c_is_one_line_and_the_run_resumes(book):
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 130
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 3, err
-    assert f"continue with: python -m gelib batch --scale ci --resume --out {out}" in err
+    printed = err.split("continue with: ")[1].strip()
+    assert printed.startswith(f"python -m gelib batch --scale ci --resume --out {out}"), printed
     statuses = {n: c["status"] for n, c in json.loads((out / "record.json").read_text())["chapters"].items()}
     assert "interrupted" in statuses.values() and "ok" not in statuses.values(), statuses
-    resumed = batch_cli(book, "--out", str(out), "--resume", "--jobs", "3")
-    _, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err
-    assert {n: set(g) for n, g in glued(out).items()} == {f"slow{k}": {f"x{k}", f"y{k}"} for k in range(3)}
+    # the printed command, run as printed, continues the same selection: two chapters, seed 3, no render
+    words = shlex.split(printed)
+    assert words[:3] == ["python", "-m", "gelib"]
+    resumed = subprocess.run([sys.executable, *words[1:]], cwd=book, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    record = json.loads((out / "record.json").read_text())
+    assert {n: c["status"] for n, c in record["chapters"].items()} == {"slow0": "ok", "slow1": "ok", "slow2": "not run"}
+    assert record["parameters"] == {"scale": "ci", "seed": 3} and not (out / "_build").exists()
+    assert record["selection"] == {"chapters": ["slow0", "slow1"], "render": False, "jobs": 1, "timeout": None}
 
 
 def test_killed_at_random_points_then_resumed_loses_nothing(book):
@@ -356,6 +363,7 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
     monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", (cpu,))
     rows = {r["chapter"]: r for r in batch.estimate(book, "paper", ["book/model", "book/centering"], "E", False, 120.0)}
     assert rows["model"]["seconds"] == pytest.approx(50.0) and "120 GFLOP/s here, 60 there" in rows["model"]["basis"]
+    assert rows["model"]["kind"] == "reference, scaled"
     assert rows["centering"]["seconds"] == pytest.approx(25.0) and rows["centering"]["lower_bound"]
     monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", REFERENCE_RUNS)
     # --estimate prints the table and runs nothing
@@ -363,6 +371,7 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
     assert run_batch(book, "paper", only_estimate=True) == 0
     err = capsys.readouterr().err
     assert "good" in err and "12 s" in err and "measured here" in err
+    assert re.search(r"good +12 s +measured ", err), err
     assert sorted(p.name for p in (book / "_build" / "runs").iterdir()) == ["mine"]
 
 
@@ -390,6 +399,12 @@ def test_a_chapter_without_a_cpu_measurement_is_priced_from_its_planned_layers(b
     assert rows[0]["seconds"] == pytest.approx(want) and rows[0]["lower_bound"]
     assert "2 softmax layers x 3 seeds at 50 GFLOP/s" in rows[0]["basis"]
     assert rows[1]["seconds"] is None
+    # the table says which rows are extrapolated from sizes, and a small lower bound is not "> 0 s"
+    assert rows[0]["kind"] == "from sizes" and rows[1]["kind"] == "none"
+    text = batch.format_estimate(rows, "paper", "E", 2)
+    assert "extrapolated from sizes, not measured: sim" in text and "from sizes" in text.splitlines()[1]
+    assert "> 0 s" not in batch.format_estimate([{**rows[0], "seconds": 0.034}], "ci", "E", 2)
+    assert "> 0.034 s" in batch.format_estimate([{**rows[0], "seconds": 0.034}], "ci", "E", 2)
     (book / "book" / "broken.md").write_text(chapter([":tags: [plan]\nSIMULATED = undefined_name"]))
     with pytest.raises(batch.BatchError, match="broken.md: the cells up to its plan failed: NameError"):
         batch.planned_layers(book / "book" / "broken.md")

@@ -253,3 +253,22 @@ def test_estimate_seconds_is_the_floor_of_the_layers_flops_and_eigensolves():
     assert S.estimate_seconds(cfg, 3, rates) == pytest.approx(want, rel=1e-12)
     rate, eig = S.machine_rates()
     assert rate > 1e8 and 0 < eig < 60
+    assert S.machine_rates().busy is None or "looked busy" in S.machine_rates().busy
+
+
+def test_machine_rates_keep_the_fastest_timing_so_a_moment_of_load_does_not_count(monkeypatch):
+    """A clock that the timed call advances: a loaded round (10x slower) among quick ones
+    changes neither the best timing nor, past three agreeing rounds, the number of rounds."""
+    import time
+
+    clock, durations = [0.0], iter([1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+
+    def run():
+        clock[0] += next(durations)
+
+    best, median = S._best_of(run, rounds=7, budget=100.0)
+    assert best == pytest.approx(0.1) and median == pytest.approx(0.1)
+    clock[0], durations = 0.0, iter([0.1, 5.0, 5.0, 5.0, 5.0])  # a machine busy after the first round
+    best, median = S._best_of(run, rounds=5, budget=100.0)
+    assert best == pytest.approx(0.1) and median == pytest.approx(5.0)

@@ -53,15 +53,22 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--resume",
         action="store_true",
-        help="continue the latest run of this scale (or --out), skipping finished chapters",
+        help="continue the latest run of this scale (or --out), skipping finished chapters, with the chapters, "
+        "parameters, jobs, timeout and render choice it was started with (unless given again)",
     )
-    p.add_argument("--force", action="store_true", help="overwrite an existing --out folder")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="reuse an existing --out run folder: clears what an earlier batch wrote there (only a folder the batch "
+        "made, never one of your own)",
+    )
     p.add_argument("--no-render", action="store_true", help="execute only, do not build the HTML")
     p.add_argument(
         "--estimate",
         action="store_true",
-        help="print the expected time of each selected chapter at this scale on this machine (measured runs only) "
-        "and exit; a --scale paper run prints it before it starts",
+        help="print the expected time of each selected chapter at this scale on this machine, saying which are "
+        "measured (here or on this kind of machine), scaled from another CPU by the matmul rates, or extrapolated "
+        "from the layers a chapter plans to simulate, and exit; a --scale paper run prints it before it starts",
     )
     p.add_argument("--timeout", type=positive_int, default=None, help="per-cell timeout in seconds (default: none)")
     p.add_argument(
@@ -94,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             args.out,
             args.resume,
             args.force,
-            not args.no_render,
+            False if args.no_render else None,
             args.timeout,
             jobs=args.jobs,
             only_estimate=args.estimate,

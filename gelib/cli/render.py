@@ -33,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--output",
         type=Path,
         default=None,
-        help="write the HTML to OUTPUT/_build/html (default: the book's own _build/html)",
+        help="write the HTML to OUTPUT/_build/html (default: the book's own _build/html); OUTPUT is a new or "
+        "empty folder, or one a render or batch made",
     )
     p.add_argument("--root", type=Path, default=Path("."), help="the book's folder (with _toc.yml)")
     p.set_defaults(func=run)
@@ -41,13 +42,22 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Prepare the mirror tree in ``RUN_DIR`` and render it; 2 when it cannot start."""
+    """Prepare the mirror tree in ``RUN_DIR`` and render it; 2 when it cannot start.
+
+    Nothing is written before ``RUN_DIR`` is known to be a run folder
+    (:func:`gelib.batch.check_run_folder`: made by the batch or the chapter tests,
+    not the repository, nor its chapters' folder) and ``--output`` a folder the
+    render may write its ``_build`` into (the book's own, a run folder, or a new
+    or empty one, which it marks)."""
     root = args.root.resolve()
     if not (root / "_toc.yml").exists():
         return report_error("render", f"no _toc.yml in {root}")
     run_dir = args.run_dir.resolve()
-    if not run_dir.is_dir():
-        return report_error("render", f"{run_dir} is not a folder of executed chapters")
+    try:
+        engine.check_run_folder(root, run_dir)
+        output = None if args.output is None else _output_folder(root, args.output.resolve())
+    except engine.BatchError as e:
+        return report_error("render", e)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     try:
         engine.prepare_mirror(root, run_dir)
@@ -56,4 +66,24 @@ def run(args: argparse.Namespace) -> int:
     missing = engine.fill_missing_chapters(root, run_dir)
     if missing and not args.lenient:
         return report_error("render", f"{run_dir} has no executed notebook of: {', '.join(missing)}")
-    return engine.render_book(root, run_dir, strict=not args.lenient, output=args.output)
+    return engine.render_book(root, run_dir, strict=not args.lenient, output=output)
+
+
+def _output_folder(root: Path, output: Path) -> Path:
+    """``output`` if the render may write ``output/_build`` there; made and marked if new."""
+    if output == root or engine.is_run_folder(output):
+        return output
+    why = engine.unsafe_run_folder(root, output)
+    if why:
+        raise engine.BatchError(f"--output {why}; give a new folder")
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise engine.BatchError(
+            f"--output {output} exists and was not made by a render or a batch (no {engine.RUN_MARKER}); "
+            "give a new or empty folder"
+        )
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        engine.mark_run_folder(output, made_by="python -m gelib render")
+    except OSError as e:
+        raise engine.BatchError(f"cannot write --output {output}: {e.strerror or e}") from None
+    return output
