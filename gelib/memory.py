@@ -9,7 +9,10 @@ weights), the per-head ``n x n`` work of each model (scores, softmax or
 kernel, one head at a time), the stacked head outputs, the output stage
 (``Y = U W^O`` or its reductions, :func:`gelib.spectra.output_route`), the
 ``n x n`` Gram matrices in float64 (two seeds' worth when seeds are
-pipelined) and the host copy that the eigenvalue solver works on.
+pipelined), the host copy that the eigenvalue solver works on, and the
+eigenvalues of every seed, which :func:`gelib.spectra.model_spectra` keeps
+for all seeds at once (``seeds x n`` per model), with the sorted copies that
+the distances make of them: the one part that grows with ``--seeds``.
 
 :func:`check_memory` compares the total with a limit, by default the memory
 the machine has available now (:func:`available_bytes`: ``MemAvailable`` of
@@ -44,6 +47,10 @@ __all__ = [
 ]
 
 F64 = 8  # the Gram matrices and eigenvalues are always float64
+
+# the spectra of every seed, (seeds, n) float64 per model, are held at once (model_spectra); the
+# distances add sorted copies of two of them and their difference (w1) while they are computed
+_SPECTRA_COPIES = 3
 
 # per-head n x n temporaries of each model, in n^2 entries of the dtype (one head at a time):
 # softmax: scores and exp(beta S); f(S): scores and f; the kernels: K K^T, the exponent, the kernel
@@ -84,7 +91,10 @@ def layer_bytes(
     Gram matrices ``n x n`` in float64, twice when ``seeds > 1``: the next
     seed's are formed while this seed's eigenvalues are computed) and
     ``"host"`` (the float64 copy the eigenvalue solver factorises, and its
-    workspace).  ``m`` is the number of models.  An estimate of the live
+    workspace) and ``"spectra"`` (the eigenvalues of all seeds, ``m x seeds
+    x n`` in float64, which :func:`gelib.spectra.model_spectra` holds at once,
+    and the three ``seeds x n`` arrays the distances make: two sorted copies
+    and their difference).  ``m`` is the number of models.  An estimate of the live
     arrays, not of XLA's scheduling: measured peaks stay within a factor 2 of
     the total (``tests/test_memory.py``)."""
     from .models import check_models
@@ -112,7 +122,8 @@ def layer_bytes(
         output = big * p * (2 * b + widen) + big * big * F64 + 2 * big * min(big, d_o) * F64
     gram = m * n * n * F64 * (2 if seeds > 1 else 1)
     host = m * n * n * F64 + 4 * n * F64
-    return {"draw": draw, "heads": heads, "output": output, "gram": gram, "host": host}
+    spectra = (m + _SPECTRA_COPIES) * seeds * n * F64
+    return {"draw": draw, "heads": heads, "output": output, "gram": gram, "host": host, "spectra": spectra}
 
 
 def estimate_bytes(
@@ -169,7 +180,8 @@ def check_memory(
     """Raise :class:`MemoryLimitError` when the estimate (:func:`layer_bytes`)
     exceeds ``limit`` bytes (default: :func:`available_bytes`; no check when
     that cannot be read); return the estimate otherwise.  The message gives
-    the estimate, its largest parts and the limit."""
+    the estimate, its largest parts and the limit, and advises lowering
+    ``seeds`` where the spectra of all seeds are the largest part, else ``n``."""
     models = tuple(models)
     parts = layer_bytes(cfg, models, path, seeds)
     total = sum(parts.values())
@@ -183,10 +195,14 @@ def check_memory(
     if total > limit:
         top = sorted(parts.items(), key=lambda kv: -kv[1])[:3]
         detail = ", ".join(f"{name} {format_size(v)}" for name, v in top)
+        if top[0][0] == "spectra":  # many seeds of a small layer
+            lower = "lower --seeds (the eigenvalues of every seed are held at once, seeds x n per model)"
+        else:
+            lower = "lower n (the n x n scores and Gram matrices grow as n^2)"
         raise MemoryLimitError(
             f"this layer needs about {format_size(total)} of memory ({detail}; n={cfg.n}, d={cfg.d}, "
-            f"{len(models)} models, {path} path) but {format_size(limit)} is {source}; lower n (the n x n "
-            f"scores and Gram matrices grow as n^2) {advice}"
+            f"{len(models)} models, {seeds} seed{'s' * (seeds != 1)}, {path} path) but {format_size(limit)} "
+            f"is {source}; {lower} {advice}"
         )
     return total
 
@@ -199,7 +215,7 @@ def parse_size(text: str) -> int:
     """Bytes from a size such as ``4GB``, ``4G``, ``512MiB``, ``1.5e9`` or ``2tb``:
     ``k, M, G, T`` (with or without ``B``) are powers of 1000, ``KiB, MiB, GiB,
     TiB`` powers of 1024; a bare number is bytes.  Raises ``ValueError`` for
-    anything else or for a size that is not positive."""
+    anything else, for a size that is not finite (``1e400``) or below 1 byte."""
     match = _SIZE.match(str(text))
     if not match:
         raise ValueError(f"not a size: {text!r} (e.g. 4GB, 512MiB, 1e9)")
@@ -209,7 +225,9 @@ def parse_size(text: str) -> int:
         raise ValueError(f"not a size: {text!r} (e.g. 4GB, 512MiB, 1e9)")
     factor = 1024 ** "kmgt".index(unit) * 1024 if binary else _UNITS[unit]
     value = float(number) * factor
-    if not math.isfinite(value) or value < 1:
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite size: {text!r} overflows to infinity (e.g. 4GB, 512MiB, 1e9)")
+    if value < 1:
         raise ValueError(f"a size must be at least 1 byte, got {text!r}")
     return int(value)
 

@@ -14,7 +14,10 @@ and collects, in a :class:`Report`:
 
 :func:`write_report` writes ``report.png`` (the MHA spectrum over the
 law's density, on a logarithmic axis where the spectrum spans decades) and
-``report.json`` (strict JSON) to a folder. The command line is
+``report.json`` (strict JSON) to a folder, each through a temporary file
+renamed into place, so that a failed write leaves no half report; on the
+logarithmic axis an atom at 0, which the axis cannot show, is drawn at its
+left edge and the legend says so. The command line is
 ``python -m gelib report`` (:mod:`gelib.cli.report`).
 """
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import secrets
 import time
 from pathlib import Path
 
@@ -35,7 +40,19 @@ from .law import output_law
 from .spectra import Comparison, Summary, compare, mean_shift, summarize
 from .tables import mean_shifts
 
-__all__ = ["Report", "attention_parameters", "make_report", "report_dict", "report_figure", "write_report"]
+__all__ = [
+    "REPORT_FILES",
+    "ATOM_AT_ZERO_LABEL",
+    "Report",
+    "attention_parameters",
+    "make_report",
+    "report_dict",
+    "report_figure",
+    "write_report",
+]
+
+REPORT_FILES = ("report.png", "report.json")  # what write_report writes, and nothing else
+ATOM_AT_ZERO_LABEL = "atom {mass:.3g} at 0 (drawn at the axis' left edge)"
 
 
 def attention_parameters(cfg: AttentionConfig) -> int:
@@ -119,7 +136,9 @@ def report_dict(rep: Report) -> dict:
 
 def report_figure(rep: Report) -> Figure:
     """The MHA and ``Y^G`` spectra (all seeds pooled) over the limit law's density, on a
-    logarithmic axis where the continuous part of the law spans more than two decades."""
+    logarithmic axis where the continuous part of the law spans more than two decades.
+    On that axis an atom at 0 is drawn at the left edge, and the legend says so
+    (:data:`ATOM_AT_ZERO_LABEL`)."""
     from .plotting import law_histograms
 
     (lo, _), (_, hi) = rep.law.edges()[0], rep.law.edges()[-1]
@@ -132,21 +151,44 @@ def report_figure(rep: Report) -> Figure:
         f"KS = {rep.ks.mean:.4f} (mean of {rep.rel_w1.count} seed(s))"
     )
     law_histograms(ax, spectra, rep.law, log=log, legend=True)
+    zero = [mass for x, mass in rep.law.atoms() if x == 0]
+    if log and zero:  # the stem of an atom at 0 stands at the axis' left edge, not at 0
+        ax.plot([], [], "v", color="black", ms=5, label=ATOM_AT_ZERO_LABEL.format(mass=float(zero[0])))
+        ax.legend(fontsize=8, loc="upper left")
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("density of log(eigenvalue)" if log else "density")
     return fig
 
 
-def write_report(rep: Report, out: str | Path) -> dict:
+def write_report(rep: Report, out: str | Path, extra: dict | None = None) -> dict:
     """Write ``report.png`` and ``report.json`` into the folder ``out`` (created);
-    returns the dictionary written."""
+    returns the dictionary written, :func:`report_dict` with ``extra`` (e.g.
+    ``{"hf_config": ...}``) added.  Each file is written to a temporary file in
+    ``out`` and renamed over its name once both are complete, so a failure
+    leaves no half report and no temporary file; no other file in ``out`` is touched."""
     from .cli.common import dumps
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    data = report_dict(rep)
-    text = dumps(data)
+    data = {**report_dict(rep), **(extra or {})}
+    text = json.dumps(json.loads(dumps(data)), indent=1) + "\n"  # strict: dumps refuses NaN and infinities
     fig = report_figure(rep)
-    fig.savefig(out / "report.png", dpi=120)
-    (out / "report.json").write_text(json.dumps(json.loads(text), indent=1) + "\n")
+    temps = {}
+    try:
+        for file in REPORT_FILES:
+            temp = out / f".{file}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            # a new file (O_EXCL), with the permissions a plain open gives (0666 less the umask)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            temps[file] = temp
+            with os.fdopen(fd, "wb") as f:
+                if file == "report.png":
+                    fig.savefig(f, format="png", dpi=120)
+                else:
+                    f.write(text.encode())
+        for file, temp in temps.items():
+            os.replace(temp, out / file)
+    finally:
+        for temp in temps.values():
+            if os.path.lexists(temp):
+                os.unlink(temp)
     return data

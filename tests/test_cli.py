@@ -99,3 +99,27 @@ def test_bert_base_agrees_with_the_paper():
     assert abs(ours - 1.66) < 2 * math.hypot(ci, 0.23), (ours, ci)
     ks, ks_ci = out["ks"]["mean"], out["ks"]["ci95"]  # Table D.2's KS column, the same rule
     assert abs(ks - 0.0109) < 2 * math.hypot(ks_ci, 0.0010), (ks, ks_ci)
+
+
+def test_the_time_estimate_says_it_is_an_estimate(capsys, monkeypatch):
+    import gelib.spectra
+
+    monkeypatch.setattr(gelib.spectra, "estimate_seconds", lambda *args, **kwargs: 763.0)
+    monkeypatch.setattr(gelib.spectra, "machine_rates", lambda: gelib.spectra.MachineRates(1e10, 0.1, None))
+    assert main(["compare", *SMALL, "--seeds", "1", "--json"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "expected: about 763 s for 1 seed on this CPU at rest, an estimate from the matmul and eigensolve" in err
+    assert "looked busy" not in err
+    # a machine that looked loaded while it was measured is named as such
+    busy = gelib.spectra.MachineRates(1e10, 0.1, "this machine looked busy while it was measured (x)")
+    monkeypatch.setattr(gelib.spectra, "machine_rates", lambda: busy)
+    assert main(["compare", *SMALL, "--seeds", "1", "--json"]) == 0
+    assert "; this machine looked busy while it was measured (x)" in " ".join(capsys.readouterr().err.split())
+
+
+def test_an_interval_of_rounding_error_prints_as_zero_in_the_table():
+    from gelib.cli.compare import _ci
+
+    assert _ci(3.5267e-16, 2, 1, 4, 0.03125) == "+-0.0000"
+    assert _ci(0.0021, 2, 100, 3, 0.0166) == "+-0.210"
+    assert _ci(float("nan"), 1) == "n/a (1 seed)"

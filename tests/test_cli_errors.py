@@ -4,6 +4,7 @@ its JSON is strict (no NaN, no Infinity)."""
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -27,7 +28,7 @@ def strict_json(text: str):
 
 
 def error_line(err: str, command: str) -> str:
-    """The one error line (argparse prints its usage above it); no traceback."""
+    """The error line, the last on stderr (an --hf-config's notes may stand above it); no traceback."""
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert lines, "no error message"
@@ -181,3 +182,222 @@ def test_unrecognized_arguments_name_the_command(command, capsys):
         main([command, "--no-such-flag"])
     assert e.value.code == 2
     assert "unrecognized arguments: --no-such-flag" in error_line(capsys.readouterr().err, command)
+
+
+# --- beta: refused below the floor where the numbers would be rounding error ------------------
+
+TINY_LAYER = ["--n", "8", "--d", "16", "--h", "2", "--dk", "4"]
+
+
+def one_error_line(capsys, command: str) -> str:
+    """The one line on stderr (no usage, no traceback) of a refusal raised by a sub-command."""
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    return error_line(err, command)
+
+
+@pytest.mark.parametrize(
+    "beta, message",
+    [
+        ("1e-300", "beta = 1e-300 is too small: the centred softmax weights of mha"),
+        ("1e-13", "the smallest beta computed to four digits is 2.3e-12"),
+        ("nan", "beta must be positive and finite, got nan"),
+        ("inf", "beta must be positive and finite, got inf"),
+        ("-1", "beta must be positive and finite, got -1.0"),
+        ("0", "beta must be positive and finite, got 0.0"),
+    ],
+)
+def test_compare_refuses_a_beta_outside_its_range(beta, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "--preset", "bert-base", "--beta", beta, "--json", "--quiet"])
+    assert e.value.code == 2
+    assert message in one_error_line(capsys, "compare")
+
+
+def test_the_beta_floor_depends_on_the_models_and_the_dtype(capsys):
+    # mha: 1e4 eps; yg_sigma_f: 100 sqrt(eps); the others: 100 sqrt(tiny)
+    for args, floor in [
+        ([], "2.3e-12"),
+        (["--dtype", "float32"], "0.0012"),
+        (["--models", "yg_sigma_f,yg"], "1.5e-06"),
+        (["--models", "yf,yg"], "1.5e-152"),
+    ]:
+        with pytest.raises(SystemExit) as e:
+            main(["compare", *TINY_LAYER, "--beta", "1e-300", *args, "--quiet"])
+        assert e.value.code == 2
+        assert f"the smallest beta computed to four digits is {floor}" in one_error_line(capsys, "compare")
+    # just above the floor of yf, yg: the relative W1 of two models equal in law stays a small number
+    assert main(["compare", *TINY_LAYER, "--beta", "2e-152", "--models", "yf,yg", "--seeds", "2", "--json"]) == 0
+    out = strict_json(capsys.readouterr().out)
+    assert math.isfinite(out["rel_w1"]["mean"]) and out["mean_eigenvalue"]["yg"] > 0
+
+
+def test_compare_just_above_the_mha_floor_is_the_small_beta_limit(capsys):
+    """At beta = 1e-11 the distances are those of beta = 1e-6 to four digits (the linear regime)."""
+    means = []
+    for beta in ("1e-6", "1e-11"):
+        assert main(["compare", *TINY, "--beta", beta, "--seeds", "2", "--json", "--quiet"]) == 0
+        means.append(strict_json(capsys.readouterr().out)["rel_w1"]["mean"])
+    assert means[1] == pytest.approx(means[0], rel=1e-4)
+
+
+@pytest.mark.parametrize("command", ["law", "report"])
+def test_law_and_report_refuse_a_vanishing_beta(command, tmp_path, capsys):
+    out = tmp_path / "r"
+    extra = ["--out", str(out), "--quiet"] if command == "report" else []
+    try:
+        status = main([command, *TINY, "--beta", "1e-300", *extra])
+    except SystemExit as e:
+        status = e.code
+    assert status == 2
+    assert "beta = 1e-300 is too small" in one_error_line(capsys, command)
+    assert not out.exists()
+
+
+# --- --max-memory and --seeds: sizes that are not sizes, seeds that do not fit ----------------
+
+
+def test_an_infinite_memory_size_is_named_as_such(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", *TINY_LAYER, "--max-memory", "1e400"])
+    assert e.value.code == 2
+    line = error_line(capsys.readouterr().err, "compare")
+    assert "argument --max-memory: not a finite size: '1e400'" in line and "at least 1 byte" not in line
+
+
+def test_a_billion_seeds_of_a_tiny_layer_are_refused_before_allocating(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", *TINY_LAYER, "--seeds", "1000000000", "--quiet"])
+    assert e.value.code == 2
+    line = one_error_line(capsys, "compare")
+    # (2 models + 3 copies for the distances) x 1e9 seeds x 8 eigenvalues x 8 bytes
+    assert "needs about 320 GB of memory (spectra 320 GB" in line and "lower --seeds" in line
+
+
+# --- output into a closed pipe: quiet, status 141 --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["presets"],
+        ["presets", "--json"],
+        ["law", *TINY, "--density", "200"],
+        ["compare", *TINY_LAYER, "--seeds", "2", "--quiet"],
+    ],
+)
+def test_output_into_a_closed_pipe_ends_quietly(args):
+    """As ``python -m gelib presets | head -1`` once head has gone: no traceback, status 141."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gelib", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    proc.stdout.close()  # the reader goes away before anything is written
+    err = proc.stderr.read()
+    assert proc.wait(timeout=600) == 141, err
+    assert err == ""
+
+
+def test_presets_into_head_prints_one_line_and_no_traceback():
+    res = subprocess.run(
+        f"{sys.executable} -m gelib presets | head -1", shell=True, capture_output=True, text=True, timeout=600
+    )
+    assert res.stdout.startswith("name") and len(res.stdout.splitlines()) == 1
+    assert res.stderr == ""
+
+
+# --- help texts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [None, "compare", "law", "report", "presets", "batch", "render"])
+def test_no_help_text_prints_a_doubled_percent_sign(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"] if command else ["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "usage: python -m gelib" in text and "%%" not in text
+
+
+def test_the_95_percent_intervals_are_described_once(capsys):
+    for command in ("compare", "report"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "95 %" in " ".join(capsys.readouterr().out.split())
+
+
+# --- law --level attention: the README's command line ----------------------------------------
+
+README_ATTENTION = ["law", "--level", "attention", "--n", "1024", "--dk", "256", "--density", "2000"]
+
+
+def test_the_readme_attention_law_runs_as_written(capsys):
+    assert main([*README_ATTENTION, "--moments", "4", "--json"]) == 0
+    out = strict_json(capsys.readouterr().out)
+    assert out["moments"][0] == pytest.approx(math.expm1(1.0), rel=1e-12)  # e^(beta^2) - 1
+    assert len(out["x"]) >= 2000 and all(d >= 0 for d in out["density"])
+
+
+def test_the_attention_level_needs_no_head_count_and_says_so(capsys):
+    assert main(["law", "--level", "attention", "--n", "64", "--dk", "16", "--density", "10", "--json"]) == 0
+    assert strict_json(capsys.readouterr().out)["edges"]
+    with pytest.raises(SystemExit):
+        main(["law", "--help"])
+    assert "--h to 1" in " ".join(capsys.readouterr().out.split())
+    assert main(["law", "--level", "output", "--n", "64", "--dk", "16"]) == 2  # the output law needs them
+    assert "all of --d, --h" in one_error_line(capsys, "law")
+
+
+# --- --hf-config paths that are not a config.json ------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_as_config_is_refused_without_hanging(tmp_path):
+    """Opening a FIFO for reading blocks until a writer comes: the command must refuse the
+    path without opening it (in a subprocess, so that a regression times out instead of
+    hanging the suite)."""
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    res = subprocess.run(
+        [sys.executable, "-m", "gelib", "compare", "--hf-config", str(fifo), "--seeds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2 and res.stdout == ""
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "not a regular file" in error_line(res.stderr, "compare")
+
+
+@pytest.mark.parametrize("command", ["compare", "law", "report"])
+def test_a_config_that_is_not_utf8_is_one_error_line(command, tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_bytes(b'{"hidden_size": 64, "model_type": "caf\xe9"}')  # Latin-1, not UTF-8
+    out = tmp_path / "out"
+    extra = ["--out", str(out)] if command == "report" else []
+    try:
+        status = main([command, "--hf-config", str(config), *extra])
+    except SystemExit as e:
+        status = e.code
+    assert status == 2
+    assert "not UTF-8" in one_error_line(capsys, command)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["compare", "--max-memory", "1e400"],
+        ["compare", "--n", "2.5"],
+        ["law", "--moments", "201"],
+        ["report", "--seeds", "0"],
+        ["presets", "--no-such-flag"],
+        ["compare", "--path", "slow"],
+    ],
+)
+def test_argparse_errors_are_one_line_too(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "usage:" not in err, err
+    assert err.startswith(f"python -m gelib{' ' + args[0] if args else ''}: error: ") and "(see --help)" in err

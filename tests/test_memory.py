@@ -128,3 +128,34 @@ def test_parse_size_refuses_what_is_not_a_size(text):
 
 def test_format_size():
     assert format_size(480e9) == "480 GB" and format_size(512) == "512 B" and format_size(1.5e6) == "1.5 MB"
+
+
+def test_the_spectra_of_all_seeds_are_counted():
+    """model_spectra keeps every seed's eigenvalues, (seeds, n) float64 per model, and the
+    distances make three more such arrays (two sorted copies, their difference): the part
+    that grows with the seeds, and the whole estimate of a billion seeds of a tiny layer."""
+    import numpy as np
+
+    from gelib.spectra import compare
+
+    cfg = AttentionConfig(n=8, d=16, h=2, d_k=4)
+    one, many = layer_bytes(cfg, seeds=2), layer_bytes(cfg, seeds=10**9)
+    assert one["spectra"] == (2 + 3) * 2 * 8 * 8
+    assert many["spectra"] == (2 + 3) * 10**9 * 8 * 8  # 320 GB
+    assert {k: v for k, v in many.items() if k != "spectra"} == {k: v for k, v in one.items() if k != "spectra"}
+    assert layer_bytes(cfg, ("mha", "yf", "yg"), seeds=7)["spectra"] == (3 + 3) * 7 * 8 * 8
+    with pytest.raises(MemoryLimitError, match=r"needs about 320 GB .*1000000000 seeds.* lower --seeds"):
+        check_memory(cfg, seeds=10**9, limit=parse_size("100GB"))
+    # the spectra held are those compare returns: (seeds, n) float64 per model
+    res = compare(jax.random.key(0), cfg, seeds=3, progress=False)
+    held = sum(s.nbytes for s in res.spectra.values())
+    assert all(s.dtype == np.float64 for s in res.spectra.values())
+    assert held == 2 * layer_bytes(cfg, seeds=3)["spectra"] // (2 + 3)
+
+
+def test_an_infinite_size_is_not_a_finite_size():
+    with pytest.raises(ValueError, match=r"not a finite size: '1e400'"):
+        parse_size("1e400")
+    with pytest.raises(ValueError, match=r"not a finite size"):
+        parse_size("1e300TB")
+    assert parse_size("1e300") == int(1e300)  # huge but finite: a size

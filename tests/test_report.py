@@ -2,6 +2,8 @@
 
 import json
 import math
+import os
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -52,3 +54,177 @@ def test_unwritable_folder_is_one_line(tmp_path, capsys):
         main(["report", "--preset", "bert-base", "--out", str(blocker / "sub"), "--quiet"])
     assert e.value.code == 2
     assert capsys.readouterr().err.startswith("python -m gelib report: error: cannot write the folder")
+
+
+# --- the folder: refusals before anything is computed, user files never touched -------------
+
+LAYER = ["--n", "16", "--d", "16", "--h", "2", "--dk", "4", "--seeds", "2", "--quiet"]
+
+
+def user_folder(root):
+    """A folder that already holds the user's own files (and a sub-folder)."""
+    folder = root / "thesis"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "thesis.tex").write_bytes(b"\\documentclass{article}\n% not ours\n")
+    (folder / "sub" / "data.csv").write_bytes(b"x,y\n1,2\n")
+    (folder / "report.txt").write_bytes(b"a file named like ours but not ours\n")
+    return folder
+
+
+def snapshot(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def refused(args, capsys, message):
+    with pytest.raises(SystemExit) as e:
+        main(["report", *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("python -m gelib report: error: ") and message in err, err
+
+
+REFUSALS = [
+    (["--n", "40", "--d", "16", "--h", "2", "--dk", "4"], "n = 40 > d = 16"),
+    (["--n", "16", "--d", "16", "--h", "2", "--dk", "4", "--max-memory", "1kB"], "but 1 kB is the limit"),
+    (["--n", "16", "--d", "16", "--h", "2", "--dk", "4", "--beta", "1e-300"], "is too small"),
+]
+
+
+@pytest.mark.parametrize("args, message", REFUSALS)
+def test_a_refused_report_creates_no_folder(args, message, tmp_path, capsys, monkeypatch):
+    import gelib.cli.report
+
+    monkeypatch.setattr(gelib.cli.report, "make_report", lambda *a, **k: pytest.fail("computed after a refusal"))
+    out = tmp_path / "new" / "deeper"
+    refused([*args, "--out", str(out)], capsys, message)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, message", REFUSALS)
+def test_a_refused_report_leaves_the_users_files_intact(args, message, tmp_path, capsys):
+    folder = user_folder(tmp_path)
+    before = snapshot(folder)
+    refused([*args, "--out", str(folder)], capsys, message)
+    assert snapshot(folder) == before
+
+
+def test_a_report_only_adds_its_two_files_and_never_overwrites_without_force(tmp_path, capsys):
+    folder = user_folder(tmp_path)
+    before = snapshot(folder)
+    assert main(["report", *LAYER, "--out", str(folder)]) == 0
+    capsys.readouterr()
+    after = snapshot(folder)
+    assert set(after) == set(before) | {"report.png", "report.json"}
+    assert {k: after[k] for k in before} == before
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary or probe file left
+    # a second report into the same folder: refused, naming the file, and nothing changes
+    refused([*LAYER, "--seed", "1", "--out", str(folder)], capsys, f"{folder / 'report.png'} already exists")
+    assert snapshot(folder) == after
+    (folder / "report.png").unlink()  # report.json alone is an earlier report too
+    refused([*LAYER, "--seed", "1", "--out", str(folder)], capsys, f"{folder / 'report.json'} already exists")
+    # --force: the report is rewritten, the user's files are not
+    assert main(["report", *LAYER, "--seed", "1", "--out", str(folder), "--force"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    final = snapshot(folder)
+    assert {k: final[k] for k in before} == before and final["report.json"] != after["report.json"]
+    assert set(final) == set(after)
+
+
+def test_an_unwritable_folder_is_refused_before_computing(tmp_path, capsys, monkeypatch):
+    """The probe file cannot be created (as in a read-only folder, which root could write):
+    one line, nothing computed, the user's files intact, no folder left that report created."""
+    import tempfile
+
+    import gelib.cli.report
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(gelib.cli.report, "make_report", lambda *a, **k: pytest.fail("computed in vain"))
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    folder = user_folder(tmp_path)
+    before = snapshot(folder)
+    refused([*LAYER, "--out", str(folder)], capsys, f"cannot write the folder {folder}: Permission denied")
+    assert snapshot(folder) == before
+    refused([*LAYER, "--out", str(tmp_path / "a" / "b")], capsys, "Permission denied")
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused_before_computing(tmp_path, capsys):
+    folder = user_folder(tmp_path)
+    before = snapshot(folder)
+    folder.chmod(0o555)
+    try:
+        refused([*LAYER, "--out", str(folder)], capsys, "Permission denied")
+    finally:
+        folder.chmod(0o755)
+    assert snapshot(folder) == before
+
+
+def test_a_file_in_place_of_the_folder_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "report-out"
+    blocker.write_bytes(b"mine")
+    refused([*LAYER, "--out", str(blocker)], capsys, "exists and is not a folder")
+    assert blocker.read_bytes() == b"mine"
+
+
+# --- --hf-config: the report's name, and what the model leaves out --------------------------
+
+
+def test_report_name_of_a_config_json_is_its_folder():
+    import argparse
+
+    from gelib.cli.report import report_name
+
+    def name(preset=None, hf_config=None):
+        return report_name(argparse.Namespace(preset=preset, hf_config=hf_config))
+
+    assert name(hf_config="models/Mistral-7B-v0.1/config.json") == "Mistral-7B-v0.1"
+    assert name(hf_config="tests/data/hf/mistral-7b.json") == "mistral-7b"
+    assert name(preset="bert-base") == "bert-base" and name() == "layer"
+
+
+def test_report_from_a_config_json_records_it(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "Mistral-7B-v0.1"
+    folder.mkdir()
+    config = folder / "config.json"
+    config.write_bytes((Path(__file__).parent / "data" / "hf" / "mistral-7b.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    small = ["--n", "16", "--d", "16", "--h", "2", "--h-kv", "2", "--dk", "4", "--seeds", "2", "--quiet"]
+    assert main(["report", "--hf-config", str(config), *small]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Mistral-7B-v0.1: ") and "not modelled (set in" in text
+    data = json.loads((tmp_path / "report-Mistral-7B-v0.1" / "report.json").read_text())
+    assert data["name"] == "Mistral-7B-v0.1"
+    assert data["hf_config"]["path"] == str(config)
+    assert isinstance(data["hf_config"]["notes"], list) and isinstance(data["hf_config"]["not_modelled"], list)
+
+
+# --- the printed numbers and the figure -----------------------------------------------------
+
+
+def test_an_interval_of_rounding_error_prints_as_zero():
+    from gelib.cli.common import fmt
+
+    assert fmt(3.5267e-16, 4, ref=0.03125) == "0.0000"
+    assert fmt(3.5267e-16, 4) == "3.5267e-16"  # without a reference, a small number is a number
+    assert fmt(2e-4, 4, ref=0.03125) == "2.0000e-04"  # a real interval keeps its digits
+
+
+def test_an_atom_at_zero_on_a_log_axis_is_labelled():
+    from gelib.report import ATOM_AT_ZERO_LABEL, make_report, report_figure
+
+    # h d_v = 16 < n = 32: an atom of mass 1/2 at 0; the support spans three decades: a log axis
+    rep = make_report(jax.random.key(0), AttentionConfig(n=32, d=32, h=2, d_k=8, d_o=24), seeds=1, progress=False)
+    assert rep.law.atoms() and rep.law.atoms()[0][0] == 0
+    ax = report_figure(rep).axes[0]
+    assert ax.get_xscale() == "log"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert ATOM_AT_ZERO_LABEL.format(mass=0.5) in labels, labels
+    # no atom at 0: no such label
+    plain = make_report(jax.random.key(0), AttentionConfig(n=16, d=16, h=2, d_k=8), seeds=1, progress=False)
+    assert not [x for x, _ in plain.law.atoms() if x == 0]
+    texts = [t.get_text() for t in report_figure(plain).axes[0].get_legend().get_texts()]
+    assert not [t for t in texts if "atom" in t]

@@ -15,18 +15,29 @@ One argparse tree (:func:`build_parser`), one module per sub-command
 (:mod:`~gelib.cli.common`): every error reads
 ``python -m gelib <command>: error: <message>``, with exit status 2 for a bad
 command line.
+
+Output into a pipe that closes early (``python -m gelib presets | head -1``)
+ends quietly, as ``yes | head -1`` does: no traceback, nothing more written,
+and exit status 141 (128 + SIGPIPE), the status a shell reports for a
+command that a broken pipe ended, so that ``set -o pipefail`` sees it as the
+same kind of event.  (The Python documentation's recipe, which this follows,
+points stdout at ``/dev/null`` so that the final flush cannot fail again.)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 
 from ..config import ConfigError
 from . import batch, compare, law, presets, render, report
-from .common import PROG, add_config_args, config_from_args, report_error
+from .common import PROG, CommandParser, add_config_args, config_from_args, report_error
 
-__all__ = ["main", "build_parser", "add_config_args", "config_from_args"]
+__all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKEN_PIPE_STATUS"]
+
+BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE (13): what a shell reports for a process a closed pipe ended
 
 COMMANDS = ("compare", "law", "report", "presets", "batch", "render")
 _REGISTRATION = (compare, presets, batch, law, report, render)  # the order of the sub-commands in --help
@@ -34,7 +45,7 @@ _REGISTRATION = (compare, presets, batch, law, report, render)  # the order of t
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(  # argparse's errors in one line, as every sub-command's
         prog=PROG,
         description="Gaussian equivalence for multi-head self-attention (Hayase and Karakida, 2026).",
     )
@@ -47,10 +58,28 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the sub-command, return
     its exit status.  A bad command line exits with status 2 (argparse's own
-    errors, and a :class:`~gelib.config.ConfigError` that a sub-command raises)."""
+    errors, and a :class:`~gelib.config.ConfigError` that a sub-command raises);
+    a closed output pipe ends quietly with status 141 (:data:`BROKEN_PIPE_STATUS`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except ConfigError as e:
-        raise SystemExit(report_error(args.command, e)) from None
+        args = parser.parse_args(argv)  # --help into a closed pipe, too
+        try:
+            status = args.func(args)
+        except ConfigError as e:
+            raise SystemExit(report_error(args.command, e)) from None
+        sys.stdout.flush()  # a broken pipe surfaces here, not in the interpreter's final flush
+        return status
+    except BrokenPipeError:
+        _silence_stdout()
+        raise SystemExit(BROKEN_PIPE_STATUS) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at ``/dev/null``, so that the interpreter's last flush of what is still
+    buffered does not fail again (the recipe of Python's ``signal`` documentation)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (in-process tests)
+        pass

@@ -4,13 +4,16 @@
 (a preset, or explicit dimensions) and :func:`.config_from_args` turns them
 into an :class:`~gelib.config.AttentionConfig`; :func:`positive_int` (and
 :func:`positive_int_at_most`) is the argument type of counts and
-:func:`memory_size` that of sizes (``4GB``);
+:func:`memory_size` that of sizes (``4GB``); :func:`check_beta` refuses a
+``beta`` so small that the models' numbers would be rounding error
+(:func:`beta_floor`);
 :func:`report_error` prints every sub-command's errors in one format,
 ``python -m gelib <command>: error: <message>``, and :class:`CommandParser`
 (made by :func:`add_command`) gives argparse's own errors of a sub-command,
-unrecognised arguments included, that same prefix.  :func:`dumps` writes
+unrecognised arguments included, that same prefix and one line.  :func:`dumps` writes
 strict JSON (no ``NaN`` or ``Infinity``: an undefined value is ``null``), and
-:func:`fmt` writes numbers of any size in a fixed width.
+:func:`fmt` writes numbers of any size in a fixed width (an interval that
+is rounding error as 0).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ..config import AttentionConfig, ConfigError
 from ..presets import PRESETS, get_preset
@@ -34,12 +39,17 @@ __all__ = [
     "positive_int",
     "positive_int_at_most",
     "memory_size",
+    "beta_floor",
+    "check_beta",
     "report_error",
     "dumps",
     "fmt",
 ]
 
 PROG = "python -m gelib"
+
+ZERO_RELATIVE = 1e-12  # fmt: below this fraction of the number it qualifies, a half-width is rounding error
+DIGITS = 1e4  # beta_floor: the sampled models must keep at least four significant digits
 
 _FIELDS = {  # flag -> AttentionConfig field
     "n": "n",
@@ -64,7 +74,10 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
         "--hf-config",
         metavar="PATH",
         help="a model's config.json (Hugging Face transformers format, read offline): width, heads, "
-        "key/value heads, head_dim and context length; n = the context length capped at d unless --n is given",
+        "key/value heads, head width (head_dim, d_kv) and context length; n = the context length capped at d "
+        "unless --n is given; attention features outside the paper's model (a sliding window, logit "
+        "soft-capping, ALiBi, ...) are named on stderr as 'not modelled', and multi-head latent attention "
+        "is refused",
     )
     g.add_argument("--n", type=int, help="context length n (n <= d)")
     g.add_argument("--d", type=int, help="input width d")
@@ -77,7 +90,12 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dk", type=int, help="key/query width per head d_K")
     g.add_argument("--dv", type=int, help="value width per head d_V (default d_K)")
     g.add_argument("--do", type=int, help="output width d_O (default d)")
-    g.add_argument("--beta", type=float, help="inverse temperature beta > 0 (default 1)")
+    g.add_argument(
+        "--beta",
+        type=float,
+        help="inverse temperature beta > 0 (default 1); a beta so small that the spectra would be rounding "
+        "error is refused (for mha below 1e4 machine epsilons: 2.3e-12 in float64)",
+    )
     g.add_argument("--tie-kv", action="store_true", help="within-head key-value tying W^V = W^K (needs d_V = d_K)")
     g.add_argument(
         "--dtype", choices=("float64", "float32"), default="float64", help="floating-point precision (default float64)"
@@ -89,6 +107,7 @@ def config_from_args(args: argparse.Namespace) -> AttentionConfig:
     (a preset, a ``config.json`` read by :mod:`gelib.hfconfig`, or explicit
     dimensions, explicit flags winning); raises :class:`~gelib.config.ConfigError`
     for a missing or invalid layer."""
+    args.hf_dims = None  # the gelib.hfconfig.HFDims read by --hf-config (report.json names its unmodelled fields)
     fields: dict = {}
     hf_config = getattr(args, "hf_config", None)
     if args.preset and hf_config:
@@ -99,7 +118,8 @@ def config_from_args(args: argparse.Namespace) -> AttentionConfig:
     elif hf_config:
         from ..hfconfig import dims_from_hf_config, read_hf_config
 
-        dims = dims_from_hf_config(read_hf_config(hf_config), source=hf_config)
+        dims = dims_from_hf_config(read_hf_config(hf_config), source=hf_config, n=args.n)
+        args.hf_dims = dims
         fields = dims.fields()
         given = [
             f"--{flag.replace('_', '-')} {getattr(args, flag)}" for flag in _FIELDS if getattr(args, flag) is not None
@@ -161,11 +181,71 @@ def memory_size(text: str) -> int:
 memory_size.__name__ = "memory size"  # argparse: "invalid memory size value: 'x'"
 
 
+def beta_floor(models: Sequence[str], dtype: str = "float64") -> tuple[float, str]:
+    """``(floor, why)``: the smallest ``beta`` at which ``models`` (of Table 1) are
+    computed to four significant digits in ``dtype`` (``eps`` its machine epsilon,
+    ``tiny`` its least normal number; the floor rounded up to two digits), and
+    the reason, for a message.
+
+    * ``mha``: the centred softmax ``A^perp = softmax(beta S) - 1/n`` is an
+      ``O(beta)`` difference of ``O(1)`` weights and keeps about
+      ``log10(beta / eps)`` digits: ``beta >= 1e4 eps`` (2.3e-12 in float64,
+      1.2e-3 in float32). In three layers (n = 24 .. 256, float64) the
+      relative W1 at ``1e4 eps`` was within 3e-4 of itself at ``beta = 1e-6``
+      (the linear regime), at ``1e3 eps`` within 3.4e-3, and at ``1e2 eps``
+      off by up to 1.6e-2, with the KS distance changed.
+    * ``yg_sigma_f``: the kernel ``Sigma_f`` is an ``O(beta^2)`` difference of
+      ``O(1)`` exponentials: ``beta^2 >= 1e4 eps``, ``beta >= 100 sqrt(eps)``
+      (1.5e-6, 3.5e-2).
+    * the others (and the limit law, ``models=()``): their entries are
+      ``O(beta)`` and the eigenvalues ``O(beta^2)``, computed without
+      cancellation; ``beta^2`` must be a normal number with four decades to
+      spare, ``beta >= 100 sqrt(tiny)`` (1.5e-152, 1.1e-17). Below it ``beta^2``
+      underflows (the shift ``e^(beta^2) - 1`` and the spectrum are 0) and the
+      relative distances divide by zero.
+    """
+    info = np.finfo(dtype)
+    eps, tiny = float(info.eps), float(info.tiny)
+    if "mha" in models:
+        return _round_up(DIGITS * eps), (
+            f"the centred softmax weights of mha, softmax(beta S) - 1/n, are O(beta) differences of O(1) "
+            f"numbers and keep about log10(beta / eps) digits ({dtype} eps = {eps:.3g})"
+        )
+    if "yg_sigma_f" in models:
+        return _round_up(math.sqrt(DIGITS * eps)), (
+            f"the kernel Sigma_f of yg_sigma_f is an O(beta^2) difference of O(1) exponentials and keeps about "
+            f"log10(beta^2 / eps) digits ({dtype} eps = {eps:.3g})"
+        )
+    return _round_up(math.sqrt(DIGITS * tiny)), (
+        f"the eigenvalues are O(beta^2), and beta^2 must stay a normal {dtype} number "
+        f"(the least is {tiny:.3g}) with four decades to spare"
+    )
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to two significant digits (2.2204e-12 -> 2.3e-12): a floor that prints exactly."""
+    unit = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return float(f"{math.ceil(x / unit * (1 - 1e-12)) * unit:.2g}")
+
+
+def check_beta(cfg: AttentionConfig, models: Sequence[str] = ()) -> None:
+    """Raise :class:`~gelib.config.ConfigError` when ``cfg.beta`` is below
+    :func:`beta_floor` for ``models`` at ``cfg.dtype`` (``models=()``: the limit
+    law, always float64): a beta so small that the numbers would be rounding
+    error, or ``beta^2`` would underflow to 0, is refused instead of printed."""
+    dtype = cfg.dtype if models else "float64"
+    floor, why = beta_floor(models, dtype)
+    if cfg.beta < floor:
+        four = " to four digits" if models else ""
+        raise ConfigError(f"beta = {cfg.beta:g} is too small: {why}; the smallest beta computed{four} is {floor:.2g}")
+
+
 class CommandParser(argparse.ArgumentParser):
     """The parser of one sub-command: rejects unrecognised arguments itself, so
     that the error reads ``python -m gelib <command>: error: unrecognized
-    arguments: ...`` (with the sub-command's usage) like every other error of
-    that command, not ``python -m gelib: error: ...``."""
+    arguments: ...`` like every other error of that command, not
+    ``python -m gelib: error: ...``; and reports every error of its own in one
+    line, without argparse's usage above it (``--help`` shows that)."""
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, extras = super().parse_known_args(args, namespace)
@@ -173,12 +253,16 @@ class CommandParser(argparse.ArgumentParser):
             self.error("unrecognized arguments: " + " ".join(extras))
         return namespace, extras
 
+    def error(self, message: str):
+        """``<prog>: error: <message> (see --help)`` on stderr, one line, and exit status 2."""
+        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())} (see --help)\n")
+
 
 def add_command(subparsers: argparse._SubParsersAction, name: str, **kwargs: Any) -> CommandParser:
     """``subparsers.add_parser(name, **kwargs)``, as a :class:`CommandParser`."""
     parser = subparsers.add_parser(name, **kwargs)
     if not isinstance(parser, CommandParser):  # the tree's parser class is argparse's own
-        parser.__class__ = CommandParser  # a subclass that only adds a check: safe to switch
+        parser.__class__ = CommandParser  # a subclass that adds no state, only a check and a format: safe
     return parser
 
 
@@ -213,11 +297,18 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, allow_nan=False)
 
 
-def fmt(x: float | None, digits: int = 4, width: int = 0) -> str:
+def fmt(x: float | None, digits: int = 4, width: int = 0, ref: float | None = None) -> str:
     """A number for a table: ``digits`` decimals (``.4f``) while ``1e-3 <= |x| < 1e6``
     (or ``x == 0``), else ``digits`` significant digits in exponent form
     (``.4e``), so that a huge mean never prints hundreds of digits; ``None`` and
-    ``NaN`` print as ``n/a``.  Right-aligned in ``width`` characters."""
+    ``NaN`` print as ``n/a``.  Right-aligned in ``width`` characters.
+
+    ``ref``: the number that ``x`` qualifies (the mean of an interval ``x``):
+    an ``x`` below ``ZERO_RELATIVE = 1e-12`` times ``|ref|`` is rounding error
+    (e.g. the half-width ``3.5e-16`` of seeds whose KS distances are all
+    equal) and prints as ``0``, in ``ref``'s format."""
+    if x is not None and ref is not None and math.isfinite(x) and abs(x) <= ZERO_RELATIVE * abs(ref):
+        x = 0.0
     if x is None or (isinstance(x, float) and math.isnan(x)):
         text = "n/a"
     elif x == 0 or (math.isfinite(x) and 1e-3 <= abs(x) < 1e6):

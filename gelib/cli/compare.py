@@ -20,7 +20,7 @@ import numpy as np
 
 from ..config import ConfigError
 from ..presets import get_preset
-from .common import add_command, add_config_args, config_from_args, dumps, fmt, memory_size
+from .common import add_command, add_config_args, check_beta, config_from_args, dumps, fmt, memory_size
 
 __all__ = ["register", "run"]
 
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "Y Y^T / n) of two models of the paper's Table 1 built from the same draws: by default "
             "the original softmax MHA (mha) against the Gaussian equivalent Y^G (yg). Reports the "
             "relative W1 distance (W1 / mean eigenvalue of the second model, as a fraction in "
-            "--json) and the KS distance, with mean and 95%% confidence interval over seeds."
+            "--json) and the KS distance, with mean and 95 % confidence interval over seeds."
         ),
     )
     add_config_args(c)
@@ -75,11 +75,12 @@ def _interval(summary: dict) -> dict:
     return out
 
 
-def _ci(value: float, count: int, scale: float = 1.0, digits: int = 3) -> str:
-    """The 95 % half-width for the table: ``+-0.123``, or why there is none."""
+def _ci(value: float, count: int, scale: float = 1.0, digits: int = 3, mean: float | None = None) -> str:
+    """The 95 % half-width for the table: ``+-0.123``, or why there is none; a
+    half-width that is rounding error next to ``mean`` prints as 0 (:func:`fmt`)."""
     if count < 2 or not math.isfinite(value):
         return f"n/a ({count} seed)" if count < 2 else "n/a"
-    return "+-" + fmt(scale * value, digits)
+    return "+-" + fmt(scale * value, digits, ref=None if mean is None else scale * mean)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..memory import check_memory
     from ..models import LABELS, check_models
-    from ..spectra import compare, estimate_seconds
+    from ..spectra import compare, estimate_seconds, machine_rates
 
     cfg = config_from_args(args)
     models = check_models(m.strip() for m in args.models.split(","))
@@ -98,12 +99,15 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--models needs two different models A,B, got {args.models!r}")
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
+    check_beta(cfg, models)
     check_memory(cfg, models, args.path, args.seeds, limit=args.max_memory)
     expected = estimate_seconds(cfg, args.seeds) if args.path == "fast" else None
     if expected is not None and expected > 20 and not args.quiet:
+        busy = machine_rates().busy
         print(
-            f"expected: about {expected:.0f} s for {args.seeds} seed{'s' * (args.seeds > 1)} on this CPU "
-            "(the layer's flops at this machine's matmul rate, measured now, plus its eigensolves)",
+            f"expected: about {expected:.0f} s for {args.seeds} seed{'s' * (args.seeds > 1)} on this CPU at rest, "
+            "an estimate from the matmul and eigensolve rates measured now on this machine (the layer's flops "
+            "at the fastest of several timed products, plus its eigensolves)" + (f"; {busy}" if busy else ""),
             file=sys.stderr,
         )
     t0 = time.perf_counter()
@@ -138,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
         f"models    {a}  against  {b}  ({seeds} from seed {args.seed}, {args.path} path)",
         "",
         f"{'distance':<12}{'mean':>10}{'95% CI':>14}",
-        f"{'rel. W1 (%)':<12}{fmt(100 * rw.mean, 3, 10)}{_ci(rw.ci95, rw.count, 100, 3):>14}",
-        f"{'KS':<12}{fmt(k.mean, 4, 10)}{_ci(k.ci95, k.count, 1, 4):>14}",
+        f"{'rel. W1 (%)':<12}{fmt(100 * rw.mean, 3, 10)}{_ci(rw.ci95, rw.count, 100, 3, rw.mean):>14}",
+        f"{'KS':<12}{fmt(k.mean, 4, 10)}{_ci(k.ci95, k.count, 1, 4, k.mean):>14}",
     ]
     if "paper_rel_w1" in out:
         pm, pc = p.paper_rel_w1

@@ -13,7 +13,15 @@ import argparse
 from ..config import ConfigError
 from ..freeprob import ConvergenceError, LawError
 from ..law import attention_law, output_covariance_law, output_law, value_law
-from .common import add_command, add_config_args, config_from_args, dumps, positive_int_at_most, report_error
+from .common import (
+    add_command,
+    add_config_args,
+    check_beta,
+    config_from_args,
+    dumps,
+    positive_int_at_most,
+    report_error,
+)
 
 __all__ = ["register", "run", "MAX_MOMENTS", "MAX_POINTS"]
 
@@ -64,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="output (default): eigenvalues of Y Y^T / n; mu_v, mu_vo: the value and output covariances; "
         "attention: the squared singular values of one head's centred attention sqrt(n) A^perp (n x n), whose "
         "Gaussian equivalent is (beta S + alpha Z) / sqrt(n), mean e^(beta^2) - 1 (the predecessor paper's "
-        "one-head law: it needs only --n, --dk and --beta; --d defaults to n, and h, d_V, d_O play no part)",
+        "one-head law: it needs only --n, --dk and --beta; --d defaults to n and --h to 1, and h, d_V, d_O play "
+        "no part)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -93,10 +102,15 @@ def run(args: argparse.Namespace) -> int:
     """Run ``law``; returns 2 for a bad layer, 1 for a number that cannot be
     computed correctly in float64 (:class:`~gelib.freeprob.LawError`: an
     overflow, a truncated support, a numerical method that missed its tolerance)."""
-    if args.level == "attention" and args.d is None and not args.preset and not args.hf_config:
-        args.d = args.n  # the one-head law does not involve d; any d >= n gives a valid layer
+    if args.level == "attention" and not args.preset and not args.hf_config:
+        # the one-head law involves only n, d_k and beta: any d >= n and any h give a valid layer
+        if args.d is None:
+            args.d = args.n
+        if args.h is None:
+            args.h = 1
     try:
         cfg = config_from_args(args)
+        check_beta(cfg)  # beta^2 a normal float64 number
     except ConfigError as e:
         return report_error("law", e)
     k = args.moments if args.moments or args.density else 4
