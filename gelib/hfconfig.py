@@ -185,7 +185,9 @@ class HFDims:
     width of its own); ``notes``, one line per field read or assumed (for the
     user); ``unmodelled``, one line per field that changes the attention of
     the layer but is not in the paper's model (``"name=value: what it does"``;
-    each is also a note ``"not modelled: ..."``).
+    each is also a note ``"not modelled: ..."``); ``context``, the context
+    length the configuration gives (``None`` where it gives none and ``--n``
+    was used), of which ``n`` is the part up to ``d``.
     """
 
     n: int
@@ -196,6 +198,7 @@ class HFDims:
     notes: tuple[str, ...]
     unmodelled: tuple[str, ...] = ()
     d_v: int | None = None
+    context: int | None = None
 
     def fields(self) -> dict[str, int]:
         """The :class:`~gelib.config.AttentionConfig` fields (``d_V = d_K`` unless read, ``d_O = d``)."""
@@ -364,8 +367,11 @@ def dims_from_hf_config(cfg: dict[str, Any], source: str = "config.json", n: int
         then the configuration need not give one, and a sliding window is
         judged against this ``n``.
 
-    Raises :class:`~gelib.config.ConfigError` naming the field that is
-    missing, invalid, in conflict with another, or refused.
+    Raises
+    ------
+    ConfigError
+        Naming the field that is missing, invalid, in conflict with another,
+        or refused.
     """
     notes: list[str] = []
     unmodelled: list[str] = []
@@ -534,4 +540,14 @@ def dims_from_hf_config(cfg: dict[str, Any], source: str = "config.json", n: int
 
     notes.insert(0, "read " + ", ".join(read))
     notes.extend(f"not modelled: {line}" for line in unmodelled)
-    return HFDims(n=n, d=d, h=h, h_kv=h_kv, d_k=d_k, notes=tuple(notes), unmodelled=tuple(unmodelled), d_v=d_v)
+    return HFDims(
+        n=n,
+        d=d,
+        h=h,
+        h_kv=h_kv,
+        d_k=d_k,
+        notes=tuple(notes),
+        unmodelled=tuple(unmodelled),
+        d_v=d_v,
+        context=None if context is None else context[1],
+    )
