@@ -1,0 +1,54 @@
+"""The README's commands work as shown: each ``python -m gelib`` line of its shell blocks
+parses, and every one that takes seconds runs, exactly as written, with exit status 0."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gelib.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The README's lines that take minutes on a CPU (a layer of Falcon-7B at five seeds);
+#: they are parsed, not run.
+EXPENSIVE = ("falcon-7b",)
+
+
+def readme_commands() -> list[str]:
+    """The ``python -m gelib`` command lines of the README's ``bash`` blocks, comments removed."""
+    text = (ROOT / "README.md").read_text()
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            if re.match(r"(\.venv/bin/)?python -m gelib ", line):
+                lines.append(line)
+    return lines
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_shows_commands_and_each_parses():
+    assert len(COMMANDS) >= 7, COMMANDS
+    for line in COMMANDS:
+        args = build_parser().parse_args(shlex.split(line)[3:])
+        assert callable(args.func), line
+
+
+@pytest.mark.parametrize("line", [c for c in COMMANDS if not any(e in c for e in EXPENSIVE)])
+def test_a_cheap_readme_command_runs_as_shown(line, tmp_path):
+    """Run in an empty folder that sees the repository's ``tests/`` (the example configs), so
+    a command that writes (``report --out my-model``) writes there, not into the repository."""
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    words = shlex.split(line)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    res = subprocess.run(
+        [sys.executable, *words[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 0, f"{line}\n{res.stderr[-2000:]}"
+    assert "Traceback" not in res.stderr
