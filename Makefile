@@ -12,6 +12,8 @@ STAMP   = $(VENV)/.installed
 SCALE  ?= default
 TEST_RUN = _build/runs/test-ci
 HTML   ?= _build/html
+# Test workers: one per core, at most 4 (a chapter, and most test files, stay on one worker: conftest.py).
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 # One BLAS thread: XLA runs the heavy matrix work on its own thread pool, and
 # OpenBLAS threads competing with it made the eigensolver up to 100x slower.
 export OPENBLAS_NUM_THREADS ?= 1
@@ -34,7 +36,8 @@ lint: $(STAMP)
 
 test: lint
 	rm -rf $(TEST_RUN) _build/test-ci
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) tests book
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile \
+	  --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) tests book
 	$(BIN)/python -m gelib render $(TEST_RUN) --output _build/test-ci
 	$(BIN)/python tools/check_pages.py _build/test-ci/_build/html
 

@@ -104,10 +104,10 @@ __all__ = [
 SLOW_FIRST: tuple[str, ...] = ("finite_size_table", "readout_learning", "parameter_sharing")
 
 ROOT_FILES = ("_config.yml", "_toc.yml")
-#: The file that makes a folder a run folder: written by the batch (and by the chapter
-#: tests' ``--executed-dir``) when it makes the folder. ``--force`` clears, and ``render``
-#: writes into, only a folder that has it (or a ``record.json`` of a batch, as runs made
-#: before the marker existed have).
+#: The name of the file that makes a folder a run folder, written by the batch (and by the
+#: chapter tests' ``--executed-dir``) when it makes the folder. ``--force`` clears, and
+#: ``render`` writes into, only a folder that has it (or a ``record.json`` of a batch, as
+#: runs made before the marker existed have).
 RUN_MARKER = ".gelib-run"
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
 

@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 REPORT_FILES = ("report.png", "report.json")  # what write_report writes, and nothing else
+#: The legend entry of an atom at 0 on a logarithmic axis, where it is drawn at the left edge.
 ATOM_AT_ZERO_LABEL = "atom {mass:.3g} at 0 (drawn at the axis' left edge)"
 
 

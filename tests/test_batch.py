@@ -1,16 +1,9 @@
 """The batch: chapters executed with injected parameters, failures kept apart, resumable."""
 
 import json
-import os
-import random
 import re
-import shlex
 import shutil
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -240,94 +233,6 @@ def test_a_partial_run_never_replaces_the_complete_book(book, capsys):
     (book / "book" / "bad.md").write_text((book / "book" / "bad.md").read_text() + "\n{glue:text}`missing`\n")
     assert run_batch(book, "ci", out=runs / "ci-3") == 1
     assert page.stat().st_mtime_ns == before and "rendering failed" in capsys.readouterr().err
-
-
-def slow_book(book, seconds=0.6):
-    """Three chapters that glue seeded random numbers between pauses, so that a
-    kill lands inside a chapter."""
-    (book / "_toc.yml").write_text(
-        "format: jb-book\nroot: book/intro\nchapters:\n"
-        + "".join(f"  - file: book/slow{k}\n" for k in range(3))
-        + "  - file: book/status\n"
-    )
-    for k in range(3):
-        cells = [
-            f"import time\nimport numpy as np\nfrom myst_nb import glue\nrng = np.random.default_rng(seed + {k})",
-            f"time.sleep({seconds})\nglue('x{k}', float(rng.standard_normal()), display=False)",
-            f"time.sleep({seconds})\nglue('y{k}', float(rng.standard_normal()), display=False)",
-        ]
-        (book / "book" / f"slow{k}.md").write_text(chapter(cells))
-    return book
-
-
-def _default_sigint():
-    # A shell starts background jobs with SIGINT ignored, and a child inherits that: then Python
-    # installs no KeyboardInterrupt handler and the Ctrl-C below would be lost. A terminal's batch has it.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def batch_cli(book, *args):
-    cmd = [sys.executable, "-m", "gelib", "batch", "--root", str(book), "--scale", "ci", "--no-render", *args]
-    return subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
-
-
-def glued(run):
-    record = json.loads((run / "record.json").read_text())
-    assert all(c["status"] == "ok" for c in record["chapters"].values()), record["chapters"]
-    return {n: c["glued"] for n, c in record["chapters"].items()}
-
-
-def test_ctrl_c_is_one_line_and_the_run_resumes_as_printed(book):
-    slow_book(book, seconds=3)
-    out = book / "_build" / "runs" / "ci-int"
-    proc = batch_cli(book, "--out", str(out), "--jobs", "1", "--chapters", "slow0", "slow1", "-p", "seed", "3")
-    while "started" not in proc.stderr.readline():
-        pass
-    time.sleep(3)  # inside the first chapter
-    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
-    err = proc.stderr.read()
-    assert proc.wait(timeout=60) == 130
-    assert "Traceback" not in err and len(err.strip().splitlines()) <= 3, err
-    printed = err.split("continue with: ")[1].strip()
-    assert printed.startswith(f"python -m gelib batch --scale ci --resume --out {out}"), printed
-    statuses = {n: c["status"] for n, c in json.loads((out / "record.json").read_text())["chapters"].items()}
-    assert "interrupted" in statuses.values() and "ok" not in statuses.values(), statuses
-    # the printed command, run as printed, continues the same selection: two chapters, seed 3, no render
-    words = shlex.split(printed)
-    assert words[:3] == ["python", "-m", "gelib"]
-    resumed = subprocess.run([sys.executable, *words[1:]], cwd=book, capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
-    record = json.loads((out / "record.json").read_text())
-    assert {n: c["status"] for n, c in record["chapters"].items()} == {"slow0": "ok", "slow1": "ok", "slow2": "not run"}
-    assert record["parameters"] == {"scale": "ci", "seed": 3} and not (out / "_build").exists()
-    assert record["selection"] == {"chapters": ["slow0", "slow1"], "render": False, "jobs": 1, "timeout": None}
-
-
-def test_killed_at_random_points_then_resumed_loses_nothing(book):
-    """Fault injection: SIGKILL to the whole batch (workers included) at random
-    points, then --resume; the record equals that of an uninterrupted run."""
-    slow_book(book)
-    runs = book / "_build" / "runs"
-    clean = batch_cli(book, "--out", str(runs / "ci-clean"))
-    clean.communicate(timeout=300)
-    reference = glued(runs / "ci-clean")
-    assert set(reference) == {"slow0", "slow1", "slow2"} and all(len(v) == 2 for v in reference.values())
-
-    rng = random.Random(20261203)
-    for trial in range(3):
-        out = runs / f"ci-kill{trial}"
-        proc = batch_cli(book, "--out", str(out), "--jobs", "1")
-        chapter_k, starts = rng.randint(1, 3), 0
-        while starts < chapter_k:  # inside the k-th chapter, at a random time of it
-            starts += "started" in proc.stderr.readline()
-        time.sleep(rng.uniform(0.0, 2.5))
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        assert json.loads((out / "record.json").read_text())["parameters"] == {"scale": "ci"}  # still readable
-        resumed = batch_cli(book, "--out", str(out), "--resume")
-        _, err = resumed.communicate(timeout=300)
-        assert resumed.returncode == 0, err
-        assert glued(out) == reference
 
 
 def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_guess(book, capsys, monkeypatch):

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_batch import book  # noqa: F401 - the fixture: a two-chapter book in tmp_path
+import test_batch
 
 from gelib.batch import RUN_MARKER, BatchError, run_batch
 from gelib.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+book = test_batch.book  # the fixture: a two-chapter book in tmp_path
 
 
 def user_files(folder: Path) -> dict[str, bytes]:
@@ -39,7 +40,7 @@ def git_repo(folder: Path) -> dict[str, bytes]:
     return snapshot(folder)
 
 
-def test_force_never_clears_the_repository_its_chapters_or_a_folder_above(book, capsys):  # noqa: F811
+def test_force_never_clears_the_repository_its_chapters_or_a_folder_above(book, capsys):
     before = git_repo(book)
     for out in (book, book / "book", book.parent, book / "book" / "new", book / ".git" / "x"):
         with pytest.raises(BatchError, match="never writes there"):
@@ -52,7 +53,7 @@ def test_force_never_clears_the_repository_its_chapters_or_a_folder_above(book, 
     assert snapshot(book) == before
 
 
-def test_force_never_clears_a_folder_the_batch_did_not_make(book, tmp_path_factory, capsys):  # noqa: F811
+def test_force_never_clears_a_folder_the_batch_did_not_make(book, tmp_path_factory, capsys):
     mine = tmp_path_factory.mktemp("thesis")
     before = user_files(mine)
     with pytest.raises(BatchError, match="was not made by the batch"):
@@ -68,7 +69,7 @@ def test_force_never_clears_a_folder_the_batch_did_not_make(book, tmp_path_facto
     assert snapshot(mine) == before
 
 
-def test_force_clears_only_what_a_batch_wrote_in_its_own_folder(book, capsys):  # noqa: F811
+def test_force_clears_only_what_a_batch_wrote_in_its_own_folder(book, capsys):
     out = book / "_build" / "runs" / "ci-mine"
     assert run_batch(book, "ci", ["good"], out=out, render=False) == 0
     assert (out / RUN_MARKER).is_file() and (out / "book" / "good.ipynb").is_file()
@@ -80,13 +81,13 @@ def test_force_clears_only_what_a_batch_wrote_in_its_own_folder(book, capsys):  
     assert not (out / "book" / "stale.ipynb").exists() and (out / "book" / "good.ipynb").is_file()
 
 
-def test_an_empty_folder_can_be_a_run_folder_with_force(book, tmp_path_factory, capsys):  # noqa: F811
+def test_an_empty_folder_can_be_a_run_folder_with_force(book, tmp_path_factory, capsys):
     out = tmp_path_factory.mktemp("empty")
     assert run_batch(book, "ci", ["good"], out=out, force=True, render=False) == 0
     assert (out / RUN_MARKER).is_file()
 
 
-def test_render_writes_nothing_outside_a_run_folder(book, tmp_path_factory, capsys):  # noqa: F811
+def test_render_writes_nothing_outside_a_run_folder(book, tmp_path_factory, capsys):
     before = git_repo(book)
     mine = tmp_path_factory.mktemp("mine")
     theirs = user_files(mine)

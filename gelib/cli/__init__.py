@@ -37,7 +37,8 @@ from .common import PROG, CommandParser, add_config_args, config_from_args, repo
 
 __all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKEN_PIPE_STATUS"]
 
-BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE (13): what a shell reports for a process a closed pipe ended
+#: The exit status when the output pipe closed early (``| head``), 128 + SIGPIPE (13), as a shell reports it.
+BROKEN_PIPE_STATUS = 141
 
 COMMANDS = ("compare", "law", "report", "presets", "batch", "render")
 _REGISTRATION = (compare, presets, batch, law, report, render)  # the order of the sub-commands in --help
