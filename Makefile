@@ -33,6 +33,7 @@ book: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 test: lint
 	rm -rf $(TEST_RUN) _build/test-ci

@@ -23,7 +23,7 @@ import nbformat  # noqa: E402
 import nbval.plugin  # noqa: E402
 import pytest  # noqa: E402
 
-from gelib.batch import (  # noqa: E402
+from bookrun.batch import (  # noqa: E402
     RUN_MARKER,
     is_chapter,
     is_run_folder,

@@ -19,7 +19,6 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from . import scales  # noqa: E402,F401
 from .config import AttentionConfig, ConfigError  # noqa: E402
 from .presets import PRESETS, TABLE2, get_preset, preset_config  # noqa: E402
 

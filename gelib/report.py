@@ -18,7 +18,7 @@ law's density, on a logarithmic axis where the spectrum spans decades) and
 renamed into place, so that a failed write leaves no half report; on the
 logarithmic axis an atom at 0, which the axis cannot show, is drawn at its
 left edge and the legend says so. The command line is
-``python -m gelib report`` (:mod:`gelib.cli.report`).
+``python -m gelib report`` (:mod:`bookrun.cli.report`).
 """
 
 from __future__ import annotations
@@ -167,12 +167,10 @@ def write_report(rep: Report, out: str | Path, extra: dict | None = None) -> dic
     ``{"hf_config": ...}``) added.  Each file is written to a temporary file in
     ``out`` and renamed over its name once both are complete, so a failure
     leaves no half report and no temporary file; no other file in ``out`` is touched."""
-    from .cli.common import dumps
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data = {**report_dict(rep), **(extra or {})}
-    text = json.dumps(json.loads(dumps(data)), indent=1) + "\n"  # strict: dumps refuses NaN and infinities
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"  # strict JSON: a NaN or an infinity raises
     fig = report_figure(rep)
     temps = {}
     try:

@@ -247,7 +247,7 @@ def explorer_sliders(cfg: AttentionConfig) -> dict[str, tuple]:
     """The sliders of the chapters' layer explorers, ``name -> (value, min, max, step)``, starting at ``cfg``.
 
     ``beta`` in ``[0.25, 2]``, ``h`` in ``1..16``, ``d_k`` and ``d_v`` in ``8..512`` (step
-    8), ``n`` in ``32..1024`` (step 32); for :func:`gelib.explore.explorer`.
+    8), ``n`` in ``32..1024`` (step 32); for :func:`bookrun.explore.explorer`.
     """
     return dict(
         beta=(cfg.beta, 0.25, 2.0, 0.05),

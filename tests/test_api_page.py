@@ -1,19 +1,21 @@
-"""The API page of the book documents every public module of gelib, and only those."""
+"""The API page of the book documents every public module of gelib and bookrun, and only those."""
 
 import pkgutil
 import re
 from pathlib import Path
 
+import bookrun
 import gelib
 
 API = Path(__file__).resolve().parents[1] / "book" / "api.md"
 
 
 def public_modules() -> set[str]:
-    found = {"gelib"}
-    for info in pkgutil.walk_packages(gelib.__path__, prefix="gelib."):
-        if not any(part.startswith("_") for part in info.name.split(".")):
-            found.add(info.name)
+    found = {"gelib", "bookrun"}
+    for package in (gelib, bookrun):
+        for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
+            if not any(part.startswith("_") for part in info.name.split(".")):
+                found.add(info.name)
     return found
 
 

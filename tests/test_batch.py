@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gelib.batch import BatchError, _Lock, chapter_parameters, is_chapter, load_chapter, run_batch, toc_files
+from bookrun.batch import BatchError, _Lock, chapter_parameters, is_chapter, load_chapter, run_batch, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONT = textwrap.dedent("""\
@@ -103,16 +103,16 @@ def test_a_failing_chapter_does_not_stop_the_others_and_runs_resume(book, capsys
 
 
 def test_slow_chapters_start_first_on_a_fresh_clone_then_by_the_last_run(book, capsys, monkeypatch):
-    import gelib.batch
+    import bookrun.batch
 
     def started():
         return re.findall(r"\] (\w+) +started", capsys.readouterr().err)
 
     (book / "book" / "bad.md").write_text(chapter(["x = 1"]))
-    monkeypatch.setattr(gelib.batch, "SLOW_FIRST", ("bad",))  # no earlier run: the named slow one first
+    monkeypatch.setattr(bookrun.batch, "SLOW_FIRST", ("bad",))  # no earlier run: the named slow one first
     assert run_batch(book, "ci", out=book / "_build" / "runs" / "ci-1", render=False, jobs=1) == 0
     assert started() == ["bad", "good"]  # the book's order is good, bad
-    monkeypatch.setattr(gelib.batch, "SLOW_FIRST", ())
+    monkeypatch.setattr(bookrun.batch, "SLOW_FIRST", ())
     (book / "book" / "good.md").write_text(chapter(["x = 1"]))
     assert run_batch(book, "default", out=book / "_build" / "runs" / "default-1", render=False, jobs=1) == 0
     assert started() == ["good", "bad"]  # nothing known: the book's order
@@ -126,8 +126,8 @@ def test_slow_chapters_start_first_on_a_fresh_clone_then_by_the_last_run(book, c
         "date": "2026-01-01",
         "chapters": {"bad": 30.0, "good": 2.0},
     }
-    monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", (ref,))
-    monkeypatch.setattr(gelib.batch, "_device", lambda: ("cpu", False))
+    monkeypatch.setattr("bookrun.reference_times.REFERENCE_RUNS", (ref,))
+    monkeypatch.setattr(bookrun.batch, "_device", lambda: ("cpu", False))
     shutil.rmtree(book / "_build" / "runs")  # no earlier run of any scale
     assert run_batch(book, "ci", out=book / "_build" / "runs" / "ci-2", render=False, jobs=1) == 0
     assert started() == ["bad", "good"]
@@ -181,9 +181,9 @@ def test_bad_selections_and_folders_are_one_line_errors(book, capsys, monkeypatc
         lock.release()
 
     # a full disk while the record is written: one line, and the last record stays readable
-    import gelib.batch
+    import bookrun.batch
 
-    real, calls = gelib.batch._write_json, []
+    real, calls = bookrun.batch._write_json, []
 
     def fill_up(path, data):
         calls.append(path)
@@ -191,7 +191,7 @@ def test_bad_selections_and_folders_are_one_line_errors(book, capsys, monkeypatc
             raise OSError(28, "No space left on device")
         real(path, data)
 
-    monkeypatch.setattr(gelib.batch, "_write_json", fill_up)
+    monkeypatch.setattr(bookrun.batch, "_write_json", fill_up)
     out = book / "_build" / "runs" / "ci-full"
     assert run_batch(book, "ci", out=out, render=False) == 2
     err = capsys.readouterr().err
@@ -236,8 +236,8 @@ def test_a_partial_run_never_replaces_the_complete_book(book, capsys):
 
 
 def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_guess(book, capsys, monkeypatch):
-    from gelib import batch
-    from gelib.reference_times import REFERENCE_RUNS
+    from bookrun import batch
+    from bookrun.reference_times import REFERENCE_RUNS
 
     run = book / "_build" / "runs" / "mine"
     run.mkdir(parents=True)
@@ -265,12 +265,12 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
         "matmul_gflops": 60.0,
         "chapters": {"model": 100.0, "centering": (">", 50.0)},
     }
-    monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", (cpu,))
+    monkeypatch.setattr("bookrun.reference_times.REFERENCE_RUNS", (cpu,))
     rows = {r["chapter"]: r for r in batch.estimate(book, "paper", ["book/model", "book/centering"], "E", False, 120.0)}
     assert rows["model"]["seconds"] == pytest.approx(50.0) and "120 GFLOP/s here, 60 there" in rows["model"]["basis"]
     assert rows["model"]["kind"] == "reference, scaled"
     assert rows["centering"]["seconds"] == pytest.approx(25.0) and rows["centering"]["lower_bound"]
-    monkeypatch.setattr("gelib.reference_times.REFERENCE_RUNS", REFERENCE_RUNS)
+    monkeypatch.setattr("bookrun.reference_times.REFERENCE_RUNS", REFERENCE_RUNS)
     # --estimate prints the table and runs nothing
     monkeypatch.setattr(batch, "_device", lambda: ("D", True))
     assert run_batch(book, "paper", only_estimate=True) == 0
@@ -283,7 +283,7 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
 def test_a_chapter_without_a_cpu_measurement_is_priced_from_its_planned_layers(book):
     """The plan cell's layers, for the injected scale, and the estimate from their sizes: the sum of
     the layers' floors (gelib.markers.simulation_seconds), a lower bound; nothing after the plan runs."""
-    from gelib import batch
+    from bookrun import batch
     from gelib.config import AttentionConfig
     from gelib.markers import simulation_seconds
 

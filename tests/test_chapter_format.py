@@ -13,7 +13,7 @@ import jupytext
 import pytest
 from jupytext.config import load_jupytext_configuration_file
 
-from gelib.batch import is_chapter
+from bookrun.batch import is_chapter
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md") if is_chapter(p))

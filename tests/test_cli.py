@@ -8,8 +8,8 @@ import sys
 import jax
 import pytest
 
+from bookrun.cli import main
 from gelib import AttentionConfig
-from gelib.cli import main
 from gelib.spectra import compare
 
 SMALL = ["--n", "24", "--d", "40", "--h", "4", "--h-kv", "2", "--dk", "6", "--do", "20"]
@@ -118,7 +118,7 @@ def test_the_time_estimate_says_it_is_an_estimate(capsys, monkeypatch):
 
 
 def test_an_interval_of_rounding_error_prints_as_zero_in_the_table():
-    from gelib.cli.compare import _ci
+    from bookrun.cli.compare import _ci
 
     assert _ci(3.5267e-16, 2, 1, 4, 0.03125) == "+-0.0000"
     assert _ci(0.0021, 2, 100, 3, 0.0166) == "+-0.210"

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from bookrun.cli import main
 from gelib import AttentionConfig
-from gelib.cli import main
 from gelib.law import output_law
 
 SMALL = ["--n", "64", "--d", "64", "--h", "4", "--dk", "16"]

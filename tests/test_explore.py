@@ -2,8 +2,8 @@
 
 import pytest
 
+from bookrun.explore import explorer, slider_kind
 from gelib import AttentionConfig
-from gelib.explore import explorer, slider_kind
 
 
 def draw(n, h, beta):
@@ -47,7 +47,7 @@ def test_widgets_have_one_slider_per_parameter():
 
 
 def test_choices_are_checked_and_become_menus(capsys):
-    from gelib.explore import Choice
+    from bookrun.explore import Choice
 
     def pick(name, tied, n):
         return name, tied, n

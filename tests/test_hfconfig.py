@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gelib.cli import build_parser, main
-from gelib.cli.common import config_from_args
+from bookrun.cli import build_parser, main
+from bookrun.cli.common import config_from_args
 from gelib.config import ConfigError
 from gelib.hfconfig import MAX_BYTES, HFDims, dims_from_hf_config, read_hf_config
 from gelib.presets import PRESETS

@@ -38,7 +38,7 @@ import pytest
 
 pytest.importorskip("jupyter_server", reason="jupyter_server is not installed (pip install -r requirements.txt)")
 
-from gelib.batch import is_chapter  # noqa: E402
+from bookrun.batch import is_chapter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("*.md") if is_chapter(p))
@@ -177,7 +177,7 @@ def test_chapter_opens_as_notebook(server):
     params = [c for c in code if "parameters" in c["metadata"].get("tags", [])]
     assert len(params) == 1, "one cell tagged 'parameters'"
     assert re.search(r'^scale = "default"$', params[0]["source"], re.M), params[0]["source"]
-    assert any("explore = gelib.explore.explorer(" in c["source"] for c in code)
+    assert any("explore = bookrun.explore.explorer(" in c["source"] for c in code)
 
 
 def test_markdown_opens_with_the_notebook_viewer(server):
@@ -372,7 +372,7 @@ def test_explorer_redraws_on_a_server_kernel(live):
         out = kernel.execute(cell["source"])
         if "parameters" in cell["metadata"].get("tags", []):
             kernel.execute('scale = "ci"')  # injected after the parameters cell, as the batch and CI do
-        if "explore = gelib.explore.explorer(" in cell["source"]:
+        if "explore = bookrun.explore.explorer(" in cell["source"]:
             explorer_out = out
     assert explorer_out is not None, "the chapter has no explorer cell"
     assert _pngs(explorer_out), "the explorer draws its default state"

@@ -12,8 +12,8 @@ import pytest
 import scipy.stats
 
 import gelib.freeprob.solver as solver
+from bookrun.cli import main
 from gelib import AttentionConfig, preset_config
-from gelib.cli import main
 from gelib.freeprob import (
     ConvergenceError,
     affine,

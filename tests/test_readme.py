@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gelib.cli import build_parser
+from bookrun.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The README's lines that take minutes on a CPU (a layer of Falcon-7B at five seeds);

@@ -9,8 +9,8 @@ import jax
 import numpy as np
 import pytest
 
+from bookrun.cli import main
 from gelib import PRESETS, AttentionConfig
-from gelib.cli import main
 from gelib.report import attention_parameters
 from gelib.spectra import compare
 
@@ -93,9 +93,9 @@ REFUSALS = [
 
 @pytest.mark.parametrize("args, message", REFUSALS)
 def test_a_refused_report_creates_no_folder(args, message, tmp_path, capsys, monkeypatch):
-    import gelib.cli.report
+    import bookrun.cli.report
 
-    monkeypatch.setattr(gelib.cli.report, "make_report", lambda *a, **k: pytest.fail("computed after a refusal"))
+    monkeypatch.setattr(bookrun.cli.report, "make_report", lambda *a, **k: pytest.fail("computed after a refusal"))
     out = tmp_path / "new" / "deeper"
     refused([*args, "--out", str(out)], capsys, message)
     assert list(tmp_path.iterdir()) == []
@@ -136,12 +136,12 @@ def test_an_unwritable_folder_is_refused_before_computing(tmp_path, capsys, monk
     one line, nothing computed, the user's files intact, no folder left that report created."""
     import tempfile
 
-    import gelib.cli.report
+    import bookrun.cli.report
 
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(gelib.cli.report, "make_report", lambda *a, **k: pytest.fail("computed in vain"))
+    monkeypatch.setattr(bookrun.cli.report, "make_report", lambda *a, **k: pytest.fail("computed in vain"))
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     folder = user_folder(tmp_path)
     before = snapshot(folder)
@@ -176,7 +176,7 @@ def test_a_file_in_place_of_the_folder_is_refused(tmp_path, capsys):
 def test_report_name_of_a_config_json_is_its_folder():
     import argparse
 
-    from gelib.cli.report import report_name
+    from bookrun.cli.report import report_name
 
     def name(preset=None, hf_config=None):
         return report_name(argparse.Namespace(preset=preset, hf_config=hf_config))
@@ -206,7 +206,7 @@ def test_report_from_a_config_json_records_it(tmp_path, capsys, monkeypatch):
 
 
 def test_an_interval_of_rounding_error_prints_as_zero():
-    from gelib.cli.common import fmt
+    from bookrun.cli.common import fmt
 
     assert fmt(3.5267e-16, 4, ref=0.03125) == "0.0000"
     assert fmt(3.5267e-16, 4) == "3.5267e-16"  # without a reference, a small number is a number

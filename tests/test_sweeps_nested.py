@@ -4,8 +4,8 @@ import jax
 import numpy as np
 import pytest
 
+from bookrun.explore import explorer
 from gelib import AttentionConfig, ConfigError
-from gelib.explore import explorer
 from gelib.sampling import restrict, sample_fast
 from gelib.sweeps import NestedDraws, explorer_sliders, main_layer
 

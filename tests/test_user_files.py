@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import test_batch
 
-from gelib.batch import RUN_MARKER, BatchError, run_batch
-from gelib.cli import main
+from bookrun.batch import RUN_MARKER, BatchError, run_batch
+from bookrun.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 book = test_batch.book  # the fixture: a two-chapter book in tmp_path

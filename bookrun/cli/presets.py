@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..presets import PRESETS
+from gelib.presets import PRESETS
+
 from .common import add_command, dumps
 
 __all__ = ["register", "run"]

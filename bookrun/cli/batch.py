@@ -1,6 +1,6 @@
 """``python -m gelib batch``: execute every chapter, then render the book.
 
-The command line of the batch engine (:mod:`gelib.batch`): the scale, the
+The command line of the batch engine (:mod:`bookrun.batch`): the scale, the
 chapters, parameter overrides, the run folder and resumption.
 """
 

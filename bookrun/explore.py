@@ -23,7 +23,7 @@ import inspect
 import numbers
 from collections.abc import Callable, Sequence
 
-from .config import ConfigError
+from gelib.config import ConfigError
 
 __all__ = ["Choice", "Explorer", "explorer", "slider_kind"]
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import ConfigError
-from ..freeprob import ConvergenceError, LawError
-from ..law import attention_law, output_covariance_law, output_law, value_law
+from gelib.config import ConfigError
+from gelib.freeprob import ConvergenceError, LawError
+from gelib.law import attention_law, output_covariance_law, output_law, value_law
+
 from .common import (
     add_command,
     add_config_args,

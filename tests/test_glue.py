@@ -1,9 +1,9 @@
-"""gelib.prose.glue: every value under its prefixed name, unchanged, not displayed."""
+"""bookrun.glue.values: every value under its prefixed name, unchanged, not displayed."""
 
 import numpy as np
 import pytest
 
-import gelib.prose
+import bookrun.glue
 
 
 @pytest.fixture
@@ -17,16 +17,16 @@ def calls(monkeypatch):
 
 def test_glues_mapping_then_keywords_with_the_prefix(calls):
     value = np.float64(0.25)
-    gelib.prose.glue("den_", {"rl-h1": 3}, slope=value, n=512)
+    bookrun.glue.values("den_", {"rl-h1": 3}, slope=value, n=512)
     assert calls == [("den_rl-h1", 3, False), ("den_slope", value, False), ("den_n", 512, False)]
     assert calls[1][1] is value  # passed on unchanged
 
 
 def test_no_prefix_and_bad_names(calls):
-    gelib.prose.glue(m1_law=1.5)
+    bookrun.glue.values(m1_law=1.5)
     assert calls == [("m1_law", 1.5, False)]
     with pytest.raises(ValueError, match="glued twice: a"):
-        gelib.prose.glue("x_", {"a": 1}, a=2)
+        bookrun.glue.values("x_", {"a": 1}, a=2)
     with pytest.raises(TypeError, match="must be strings"):
-        gelib.prose.glue("x_", {1: 1})
+        bookrun.glue.values("x_", {1: 1})
     assert len(calls) == 1

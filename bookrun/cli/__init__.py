@@ -9,10 +9,10 @@ of public models; ``batch`` executes every chapter and renders the book;
 ``render`` renders chapters executed elsewhere (by the chapter tests).
 
 One argparse tree (:func:`build_parser`), one module per sub-command
-(:mod:`~gelib.cli.compare`, :mod:`~gelib.cli.law`, :mod:`~gelib.cli.report`, :mod:`~gelib.cli.presets`,
-:mod:`~gelib.cli.batch`, :mod:`~gelib.cli.render`), each with ``register(subparsers)`` and
+(:mod:`~bookrun.cli.compare`, :mod:`~bookrun.cli.law`, :mod:`~bookrun.cli.report`, :mod:`~bookrun.cli.presets`,
+:mod:`~bookrun.cli.batch`, :mod:`~bookrun.cli.render`), each with ``register(subparsers)`` and
 ``run(args) -> int``; the layer flags and the error format are shared
-(:mod:`~gelib.cli.common`): every error reads
+(:mod:`~bookrun.cli.common`): every error reads
 ``python -m gelib <command>: error: <message>``, with exit status 2 for a bad
 command line.
 
@@ -31,7 +31,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..config import ConfigError
+from gelib.config import ConfigError
+
 from . import batch, compare, law, presets, render, report
 from .common import PROG, CommandParser, add_config_args, config_from_args, report_error
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config import AttentionConfig, ConfigError
-from ..presets import PRESETS, get_preset
+from gelib.config import AttentionConfig, ConfigError
+from gelib.presets import PRESETS, get_preset
 
 __all__ = [
     "PROG",
@@ -116,7 +116,7 @@ def config_from_args(args: argparse.Namespace) -> AttentionConfig:
         p = get_preset(args.preset)
         fields = dict(n=p.n, d=p.d, h=p.h, h_kv=p.h_kv, d_k=p.d_k)
     elif hf_config:
-        from ..hfconfig import dims_from_hf_config, read_hf_config
+        from gelib.hfconfig import dims_from_hf_config, read_hf_config
 
         dims = dims_from_hf_config(read_hf_config(hf_config), source=hf_config, n=args.n)
         args.hf_dims = dims
@@ -170,7 +170,7 @@ def positive_int_at_most(limit: int, why: str) -> Callable[[str], int]:
 def memory_size(text: str) -> int:
     """Argument type: a size in bytes such as ``4GB``, ``512MiB`` or ``1e9``
     (:func:`gelib.memory.parse_size`)."""
-    from ..memory import parse_size
+    from gelib.memory import parse_size
 
     try:
         return parse_size(text)

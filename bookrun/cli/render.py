@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     """Prepare the mirror tree in ``RUN_DIR`` and render it; 2 when it cannot start.
 
     Nothing is written before ``RUN_DIR`` is known to be a run folder
-    (:func:`gelib.batch.check_run_folder`: made by the batch or the chapter tests,
+    (:func:`bookrun.batch.check_run_folder`: made by the batch or the chapter tests,
     not the repository, nor its chapters' folder) and ``--output`` a folder the
     render may write its ``_build`` into (the book's own, a run folder, or a new
     or empty one, which it marks)."""

@@ -40,7 +40,7 @@ writes anything (:func:`check_run_folder`).
 
 The same loading (:func:`load_chapter`) serves nbval through ``conftest.py``.
 This module is the engine only; its command line (the flags above) is
-:mod:`gelib.cli.batch`.
+:mod:`bookrun.cli.batch`.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ __all__ = [
 ]
 
 #: Where neither an earlier run of the scale nor a reference run of it on this kind of
-#: machine (:mod:`gelib.reference_times`) gives the chapters' times, these start first,
+#: machine (:mod:`bookrun.reference_times`) gives the chapters' times, these start first,
 #: slowest first: at the default scale the finite-size table (every row of Table 2 at
 #: its exact dimensions) takes several minutes, the learning chapters about two each,
 #: every other chapter about one.
@@ -340,7 +340,7 @@ def execute_chapter(
 
 
 def _worker(spec_path: str) -> int:
-    """A batch worker (``python gelib/batch.py SPEC``): executes one chapter and
+    """A batch worker (``python bookrun/batch.py SPEC``): executes one chapter and
     writes its record entry next to the spec. Ctrl-C belongs to the batch, which
     ends a worker with SIGTERM; the kernel is shut down on the way out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -570,7 +570,7 @@ def estimate(
     Per chapter (names as in ``_toc.yml``): the seconds of its latest finished
     run at this scale on a machine with the same ``device`` description in this
     book's ``_build/runs`` ("measured here"), else the measured reference run
-    (:mod:`gelib.reference_times`) of this scale on the same kind of machine
+    (:mod:`bookrun.reference_times`) of this scale on the same kind of machine
     (an accelerator or not), else none. Never extrapolated: where nothing was
     measured, ``seconds`` is ``None`` and the basis names the nearest measurement
     (another kind of machine), if any. A reference run on a CPU that recorded its
@@ -589,7 +589,7 @@ def estimate(
     ``"none"``) and ``basis``; the last row carries ``busy`` when the machine
     looked loaded while its rates were measured (:class:`gelib.spectra.MachineRates`).
     """
-    from gelib import reference_times  # here, not at the top: this file also runs as a worker script
+    from bookrun import reference_times  # here, not at the top: this file also runs as a worker script
 
     here: dict[str, tuple[float, str]] = {}
     runs = [p.parent for p in (root / "_build" / "runs").glob("*/record.json")]
@@ -914,9 +914,9 @@ def resume_command(root: Path, run_dir: Path, record: dict) -> str:
 
 
 def _reference_seconds(scale: str, accelerator: bool) -> dict[str, float]:
-    """Chapter seconds of the newest reference run (:mod:`gelib.reference_times`) of ``scale``
+    """Chapter seconds of the newest reference run (:mod:`bookrun.reference_times`) of ``scale``
     on the same kind of machine, ``{}`` if none (a stopped chapter counts its lower bound)."""
-    from gelib import reference_times
+    from bookrun import reference_times
 
     refs = [r for r in reference_times.REFERENCE_RUNS if r["scale"] == scale and r["accelerator"] == accelerator]
     if not refs:

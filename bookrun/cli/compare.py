@@ -18,8 +18,9 @@ import time
 
 import numpy as np
 
-from ..config import ConfigError
-from ..presets import get_preset
+from gelib.config import ConfigError
+from gelib.presets import get_preset
+
 from .common import add_command, add_config_args, check_beta, config_from_args, dumps, fmt, memory_size
 
 __all__ = ["register", "run"]
@@ -89,9 +90,9 @@ def run(args: argparse.Namespace) -> int:
     spectra that overflow float64 a ``ConfigError`` too: both exit with status 2)."""
     import jax
 
-    from ..memory import check_memory
-    from ..models import LABELS, check_models
-    from ..spectra import compare, estimate_seconds, machine_rates
+    from gelib.memory import check_memory
+    from gelib.models import LABELS, check_models
+    from gelib.spectra import compare, estimate_seconds, machine_rates
 
     cfg = config_from_args(args)
     models = check_models(m.strip() for m in args.models.split(","))

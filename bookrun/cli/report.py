@@ -24,9 +24,10 @@ from pathlib import Path
 
 import jax
 
-from ..config import ConfigError
-from ..memory import check_memory
-from ..report import REPORT_FILES, make_report, write_report
+from gelib.config import ConfigError
+from gelib.memory import check_memory
+from gelib.report import REPORT_FILES, make_report, write_report
+
 from .common import add_command, add_config_args, check_beta, config_from_args, fmt, memory_size, positive_int
 
 __all__ = ["register", "run", "report_name"]

@@ -2,7 +2,7 @@
 
 A chapter quotes a computed number in its text with ``{glue:text}`name:fmt```
 (myst-nb); the cell that computes it glues it, without showing it, under a name
-with the chapter's prefix. :func:`glue` does that for many values at once, so
+with the chapter's prefix. :func:`values` does that for many values at once, so
 that a chapter's cell ends with one line instead of a loop.
 """
 
@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["glue"]
+__all__ = ["values"]
 
 
-def glue(prefix: str = "", values: Mapping[str, object] | None = None, /, **more: object) -> None:
+def values(prefix: str = "", values: Mapping[str, object] | None = None, /, **more: object) -> None:
     """Glue every value of ``values`` and of the keywords under ``prefix + name``, not displayed.
 
     The values are passed on unchanged (``myst_nb.glue(name, value, display=False)``), in
     the order given; a name in both ``values`` and the keywords is an error, as is a
     name that is not a string.
 
-    >>> glue("den_", slope=-0.61, slope_ci=0.04)   # glues den_slope and den_slope_ci  # doctest: +SKIP
+    >>> values("den_", slope=-0.61, slope_ci=0.04)   # glues den_slope and den_slope_ci  # doctest: +SKIP
     """
     from myst_nb import glue as _glue
 
