@@ -91,6 +91,7 @@ __all__ = [
     "estimate",
     "format_estimate",
     "planned_layers",
+    "chapter_rates",
     "prepare_mirror",
     "fill_missing_chapters",
     "render_book",
@@ -626,9 +627,7 @@ def estimate(
                 note = ": stopped, not finished" if bound else ""
                 if not accelerator and ref.get("matmul_gflops"):
                     if rate is None:
-                        from gelib.spectra import machine_rates
-
-                        measured = machine_rates()
+                        measured = chapter_rates()
                         rate, busy = measured[0] / 1e9, measured.busy
                     secs *= ref["matmul_gflops"] / rate
                     note += f", scaled by the matmul rate ({rate:.0f} GFLOP/s here, {ref['matmul_gflops']:.0f} there)"
@@ -641,12 +640,11 @@ def estimate(
             plan = planned_layers(root / f"{f}.md", {"scale": scale})
             if plan is not None:
                 from gelib.markers import simulation_seconds
-                from gelib.spectra import machine_rates
 
                 if rate and eig_seconds:
                     rates = (rate * 1e9, eig_seconds)
                 else:
-                    rates = machine_rates()
+                    rates = chapter_rates()
                     busy = rates.busy
                 layers, seeds = plan
                 row.update(
@@ -660,6 +658,26 @@ def estimate(
     if busy and rows:
         rows[-1]["busy"] = busy
     return rows
+
+
+def chapter_rates():
+    """:func:`gelib.spectra.machine_rates` as the chapters' kernels see the machine: measured
+    in a child process with one BLAS thread (``OPENBLAS_NUM_THREADS=1``, as the batch and
+    ``make`` run the chapters, and as the reference runs recorded their rate). In this
+    process the BLAS may already run on every core, which made a 2-core CPU look 2.7x faster
+    than the rate its chapters run at."""
+    from gelib.spectra import MachineRates
+
+    code = (
+        "import json; from gelib.spectra import machine_rates; r = machine_rates(); "
+        "print(json.dumps([r.matmul, r.eig, r.busy]))"
+    )
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    if res.returncode:
+        raise BatchError(f"could not measure this machine's rates: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
+    matmul, eig, busy = json.loads(res.stdout.strip().splitlines()[-1])
+    return MachineRates(matmul, eig, busy)
 
 
 _PLAN_SCRIPT = r"""

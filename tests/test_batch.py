@@ -3,6 +3,7 @@
 import json
 import re
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -327,3 +328,22 @@ def test_simulation_seconds_is_the_sum_of_the_layers_floors():
     assert estimate_seconds(a, 5, rates, ("mha",)) == pytest.approx(want_a)
     want = estimate_seconds(a, 5, rates, ("mha",)) + estimate_seconds(b, 5, rates, ("mha",))
     assert simulation_seconds([a, b, a], 5, rates) == pytest.approx(want)  # each layer once
+
+
+def test_chapter_rates_are_measured_with_one_blas_thread_as_the_chapters_run(monkeypatch):
+    """The rate that scales a CPU reference run is measured as the kernels run: in a child
+    process with OPENBLAS_NUM_THREADS=1 (set before NumPy loads its BLAS), not in this one."""
+    from bookrun import batch
+
+    seen = {}
+    real = subprocess.run
+
+    def spy(cmd, **kwargs):
+        seen["env"] = kwargs["env"]
+        return real(cmd, **kwargs)
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    monkeypatch.setattr(batch.subprocess, "run", spy)
+    rates = batch.chapter_rates()
+    assert seen["env"]["OPENBLAS_NUM_THREADS"] == "1"
+    assert rates.matmul > 1e8 and 0 < rates.eig < 60 and (rates.busy is None or "busy" in rates.busy)

@@ -89,7 +89,7 @@ def test_killed_at_random_points_then_resumed_loses_nothing(book):
     assert set(reference) == {"slow0", "slow1", "slow2"} and all(len(v) == 2 for v in reference.values())
 
     rng = random.Random(20261203)
-    for trial in range(3):
+    for trial in range(2):  # two random kill points; the Ctrl-C test adds a third stop
         out = runs / f"ci-kill{trial}"
         proc = batch_cli(book, "--out", str(out), "--jobs", "1")
         chapter_k, starts = rng.randint(1, 3), 0
