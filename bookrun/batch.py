@@ -664,8 +664,8 @@ def chapter_rates():
     """:func:`gelib.spectra.machine_rates` as the chapters' kernels see the machine: measured
     in a child process with one BLAS thread (``OPENBLAS_NUM_THREADS=1``, as the batch and
     ``make`` run the chapters, and as the reference runs recorded their rate). In this
-    process the BLAS may already run on every core, which made a 2-core CPU look 2.7x faster
-    than the rate its chapters run at."""
+    process the BLAS may already run on every core, which made a 2-core CPU look about twice
+    as fast (106 against 54 GFLOP/s) as its chapters run."""
     from gelib.spectra import MachineRates
 
     code = (
