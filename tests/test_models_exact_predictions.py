@@ -1,4 +1,4 @@
-"""Exact finite-size predictions of gelib.models (issue 12): the kernel error, the kernel z-scores, the row mean.
+"""Exact finite-size predictions of gelib.models: the kernel error, the kernel z-scores, the row mean.
 
 Each is checked against something it was not computed from: a quadrature over
 the chi^2 law of ``|k|^2``, a Monte Carlo average over keys with a tolerance from
