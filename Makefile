@@ -22,9 +22,11 @@ export OPENBLAS_NUM_THREADS ?= 1
 
 install: $(STAMP)
 
+# --no-compile: Python compiles only the modules it imports, on first import (about 15 s
+# less install on 2 cores: 33 s against 48 s; the test run imports a fraction of the packages).
 $(STAMP): requirements.txt pyproject.toml tools/book_offline/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -r requirements.txt -e .
+	$(BIN)/python -m pip install -q --no-compile -r requirements.txt -e .
 	touch $(STAMP)
 
 book: $(STAMP)
@@ -34,6 +36,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 test: lint
 	rm -rf $(TEST_RUN) _build/test-ci

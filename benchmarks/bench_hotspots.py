@@ -11,7 +11,7 @@ the denominator chapter's paper proportions (``h = 12``, ``d_K = d_V = n/8``,
 ``d_O = 3n/2``):
 
 * ``norms``: the old per-head ``jnp.linalg.svd`` of the middle term against
-  :func:`gelib.models.denominator_terms` (Lanczos, :mod:`gelib.linalg`), and
+  :func:`gelib.models.denominator_terms` (Lanczos, :mod:`gelib.numerics.krylov`), and
   the largest relative difference of the norms;
 * ``rank``: :func:`gelib.models.numerical_rank` without and with the sketch
   (``key``, ``at_most = h``), and both ranks;

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from gelib import preset_config
-from gelib.law import output_law
+from gelib.attention_law import output_law
 
 
 def timed(fn, repeats):

@@ -96,7 +96,7 @@ from gelib import AttentionConfig, spectra
 cfg = AttentionConfig(**cfg); mode = sys.argv[3]  # "1": alternate with the baseline, "2": gelib alone, "0": parts only
 key = jax.random.key(0)
 models = ("mha", "yg")
-from gelib import hostblas
+from gelib.numerics import host_linalg as hostblas
 route = spectra._host_route(cfg, models, "fast", 1)
 base, beta_t, alpha2_t = spectra._beta_args(cfg, models)
 
@@ -142,7 +142,7 @@ a @ a
 t = time.perf_counter(); [a @ a for _ in range(3)]; mm = (time.perf_counter() - t) / 3
 c = np.random.default_rng(1).standard_normal((n, n)); c = c @ c.T
 # the best eigensolver the host's LAPACK has (the two-stage reduction from
-# gelib.hostblas.TWO_STAGE_MIN_N on, where it exists), as gelib calls it
+# gelib.numerics.host_linalg.TWO_STAGE_MIN_N on, where it exists), as gelib calls it
 from gelib.spectra import eigvals
 eigvals(c)
 t = time.perf_counter(); [eigvals(c) for _ in range(3)]
@@ -232,7 +232,7 @@ def main() -> None:
         work = fl["attention"] + fl["output"]
         floor = work / (mach["gflops"] * 1e9) + 2 * mach["eig_s"]
         device, host, eig = median(fast["gram"]), median(fast["host"]), median(fast["eig"])
-        where = "the host's BLAS (gelib.hostblas)" if fast["route"] else "XLA"
+        where = "the host's BLAS (gelib.numerics.host_linalg)" if fast["route"] else "XLA"
         print(
             f"  fast path parts    : device {device:.3f} s, output stage in {where} {host:.3f} s "
             f"({work / 1e9:.1f} GFLOP in all, route {fl['route']!r}: {work / (device + host) / 1e9:.1f} GFLOP/s, "

@@ -581,7 +581,7 @@ def estimate(
     On a CPU, a chapter with nothing measured at this scale on a CPU but a
     ``plan`` cell (:func:`planned_layers`: the learning chapters at ``paper``)
     is priced from its sizes: the floor of its simulations
-    (:func:`gelib.markers.simulation_seconds`), a lower bound, since the limit
+    (:func:`gelib.learning_markers.simulation_seconds`), a lower bound, since the limit
     laws' work comes on top. ``rate`` is this machine's rate in GFLOP/s and
     ``eig_seconds`` its ``1024 x 1024`` eigensolve (measured when needed if ``None``).
     Rows: ``chapter``, ``seconds``, ``lower_bound`` (the chapter was stopped, or
@@ -639,7 +639,7 @@ def estimate(
         if row["seconds"] is None and not accelerator and is_chapter(root / f"{f}.md"):
             plan = planned_layers(root / f"{f}.md", {"scale": scale})
             if plan is not None:
-                from gelib.markers import simulation_seconds
+                from gelib.learning_markers import simulation_seconds
 
                 if rate and eig_seconds:
                     rates = (rate * 1e9, eig_seconds)

@@ -5,7 +5,7 @@ Multi-Head Self-Attention* (2026). It samples random attention layers
 (:mod:`gelib.sampling`), builds the six equivalent models of the paper's
 Table 1 (:mod:`gelib.models`), computes spectra and spectral distances
 (:mod:`gelib.spectra`) and evaluates the free-probability limit law
-(:mod:`gelib.freeprob`, assembled for attention in :mod:`gelib.law`).
+(:mod:`gelib.freeprob`, assembled for attention in :mod:`gelib.attention_law`).
 
 Importing gelib turns on JAX's 64-bit mode: the default dtype of every
 configuration is float64 (eigenvalues near zero and the kernel's

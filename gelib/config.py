@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def _as_int(name: str, value) -> int:
         raise ConfigError(f"{name} must be an integer, got {value!r}")
     if not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
+            value = int(value)  # type: ignore[call-overload]  # a concrete Real has __int__; numbers.Real omits it
         else:
             raise ConfigError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -93,12 +94,31 @@ class AttentionConfig:
     d: int
     h: int
     d_k: int
-    h_kv: int | None = None
-    d_v: int | None = None
-    d_o: int | None = None
+    # None means "the default" (h, d_k, d): __post_init__ fills these in, so after
+    # construction each is an int, which is what every reader of the field sees.
+    h_kv: int = None  # type: ignore[assignment]
+    d_v: int = None  # type: ignore[assignment]
+    d_o: int = None  # type: ignore[assignment]
     beta: float = 1.0
     tie_kv: bool = False
     dtype: str = "float64"
+
+    if TYPE_CHECKING:
+        # What the checker sees of the dataclass's generated __init__: the three widths take
+        # None for their default. (Not defined at run time.)
+        def __init__(
+            self,
+            n: int,
+            d: int,
+            h: int,
+            d_k: int,
+            h_kv: int | None = None,
+            d_v: int | None = None,
+            d_o: int | None = None,
+            beta: float = 1.0,
+            tie_kv: bool = False,
+            dtype: str = "float64",
+        ) -> None: ...
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731

@@ -77,7 +77,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .config import ConfigError
 
@@ -392,8 +392,9 @@ def dims_from_hf_config(cfg: dict[str, Any], source: str = "config.json", n: int
             "--n, --d, --h and --dk instead"
         )
 
-    width_name, d = _synonym(cfg, WIDTH, source, "model width")
-    heads_name, h = _synonym(cfg, HEADS, source, "attention-head count")
+    # required (the default): _synonym raises rather than return None
+    width_name, d = cast("tuple[str, int]", _synonym(cfg, WIDTH, source, "model width"))
+    heads_name, h = cast("tuple[str, int]", _synonym(cfg, HEADS, source, "attention-head count"))
     read = [f"{width_name}={d}", f"{heads_name}={h}"]
 
     kv = _synonym(cfg, KV_HEADS, source, "key/value head count", required=False)
@@ -444,6 +445,7 @@ def dims_from_hf_config(cfg: dict[str, Any], source: str = "config.json", n: int
         if model_type in _UNSCALED_TYPES:
             notes.append(f"{context[0]}={context[1]} is the training length (T5's positions are relative)")
     if n is None:
+        assert context is not None  # required when n is None: _synonym raised if there was none
         n = min(context[1], d)
         if n < context[1]:
             notes.append(f"n = {n}: the context length {context[1]} capped at d = {d} (the input needs n <= d)")

@@ -27,8 +27,8 @@ same code gives the MHA markers and the GE curves.
 
 Parameter counts and the width-allocation paths of Table D.3 are here too,
 and the readout problem on one layer (width boundaries, simulation,
-crossings). The markers against their curves are in :mod:`gelib.markers`,
-the two chapters' figures in :mod:`gelib.learning_figures`.
+crossings). The markers against their curves are in :mod:`gelib.learning_markers`,
+the two chapters' figures in :mod:`gelib.plotting.learning_plots`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +48,9 @@ from numpy.typing import ArrayLike
 from .config import AttentionConfig, ConfigError
 from .freeprob import Law
 from .keys import stream
+
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
 __all__ = [
     "expect",
@@ -78,7 +82,7 @@ __all__ = [
 ]
 
 
-def _is_law(mu) -> bool:
+def _is_law(mu) -> TypeGuard[Law]:
     return hasattr(mu, "integrate") and hasattr(mu, "atoms")
 
 
@@ -306,7 +310,7 @@ def shrink(cfg: AttentionConfig, s: float) -> AttentionConfig:
     1), so ``s`` is a power of two for the table's dimensions; ``s = 1``
     returns ``cfg``. This is how the learning chapters shrink the simulated
     layers on a CPU: ``h d_V / n``, ``d_O / n`` and ``d / n`` are kept, ``d_K / n``
-    grows by ``1 / s``, so the limit law changes (:func:`gelib.markers.law_parameters`).
+    grows by ``1 / s``, so the limit law changes (:func:`gelib.learning_markers.law_parameters`).
 
     >>> shrink(AttentionConfig(n=4096, d=4096, h=64, d_k=64, d_o=8192), 1 / 16).describe()
     'n=256, d=256, h/h_kv=4/4 (none), d_k=64, d_v=64, d_o=512, beta=1'
@@ -601,7 +605,7 @@ def refined_paths(
     h0 = min(full[k][0] for k in names)  # one grid for both paths, so that they share its points
     grid = {k: np.unique(np.r_[full[k][(full[k] - h0) % step == 0], full[k][[0, -1]]]) for k in names}
     curves = {k: path_errors(make[k](grid[k].tolist()), laws, times, sigma) for k in names}
-    extra = {k: set() for k in names}
+    extra: dict[str, set[int]] = {k: set() for k in names}
     for r in times:
         for k in names:  # around each path's smallest error
             h0 = curves[k]["h"][np.nanargmin(np.where(np.isfinite(curves[k][r]), curves[k][r], np.nan))]

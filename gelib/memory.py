@@ -34,6 +34,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from .config import AttentionConfig, ConfigError
+from .models.construction import check_models
+from .spectra import output_route
 
 __all__ = [
     "MemoryLimitError",
@@ -97,8 +99,6 @@ def layer_bytes(
     and their difference).  ``m`` is the number of models.  An estimate of the live
     arrays, not of XLA's scheduling: measured peaks stay within a factor 2 of
     the total (``tests/test_memory.py``)."""
-    from .models import check_models
-    from .spectra import output_route
 
     models = check_models(models)
     m = len(models)

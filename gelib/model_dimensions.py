@@ -8,12 +8,12 @@ alone (no sampling, a fraction of a second per distinct layer):
 * the dimensions of one layer, ``n`` (the context length capped at ``d``, as
   in the paper's Table 2), ``d``, ``h / h_KV`` and ``d_K``;
 * the edges and atoms of the limit law of the eigenvalues of ``Y Y^T / n``
-  (:func:`gelib.law.output_law`, the accessors that :func:`gelib.report.report_dict`
+  (:func:`gelib.attention_law.output_law`, the accessors that :func:`gelib.report.report_dict`
   reports), which is the law of the softmax layer and of its Gaussian
   equivalent ``Y^G`` alike;
 * the first-moment shift of the softmax layer against ``Y^G``: its leading
   order ``b(n, d_K)`` (:func:`gelib.spectra.mean_shift`) and its exact
-  expectation (:func:`gelib.shifts.mha_shift_exact`). A relative W1 distance
+  expectation (:func:`gelib.models.mha_shift_exact`). A relative W1 distance
   is at least the relative difference of the means, so the expected distance
   between the two spectra is at least about ``|exact shift|``;
 * the fields the configuration has that change the attention but are not in
@@ -44,12 +44,12 @@ import jax
 import numpy as np
 from matplotlib.axes import Axes
 
+from .attention_law import output_law
 from .config import AttentionConfig, ConfigError
+from .finite_size import mean_shifts
 from .hfconfig import dims_from_hf_config, read_hf_config
-from .law import output_law
-from .shifts import mha_shift_exact
+from .models import mha_shift_exact
 from .spectra import Summary, compare, mean_shift, seed_flops, shape_w1, summarize
-from .tables import mean_shifts
 
 __all__ = [
     "CONFIG_FOLDER",
@@ -202,7 +202,7 @@ class MeasuredRow:
     """One sampled layer: per seed the relative W1 between the spectra of the softmax layer and
     of ``Y^G`` (``rel_w1``), the shift ``mean(MHA) / mean(GE) - 1`` (``shift``) and the shape
     part ``W1(MHA, s GE) / mean(GE)`` (``shape``, :func:`gelib.spectra.shape_w1`), all
-    relative (not in per cent), against ``shift_exact`` (:func:`gelib.shifts.mha_shift_exact`)."""
+    relative (not in per cent), against ``shift_exact`` (:func:`gelib.models.mha_shift_exact`)."""
 
     cfg: AttentionConfig
     rel_w1: np.ndarray
@@ -365,12 +365,13 @@ def plot_shifts(ax: Axes, rows: Iterable[ModelRow], measured: Mapping[str, Measu
     ax.axvline(0, color="grey", lw=0.6)
     ax.plot([100 * r.shift_pred for r in rows], y, "o", mfc="none", ms=6, label="b(n, d_K), leading order")
     ax.plot([100 * r.shift_exact for r in rows], y, "o", ms=3.5, label="exact expectation")
-    label = "measured, 95 % interval"
+    label: str | None = "measured, 95 % interval"
     for yi, r in zip(y, rows):
         if r.name in measured:
             s = measured[r.name].shift_summary
             ax.errorbar(100 * s.mean, yi, xerr=100 * s.ci95, fmt="x", color="black", capsize=3, label=label)
             label = None
-    ax.set_yticks(y, [f"{r.name}  (n={r.cfg.n}, d_K={r.cfg.d_k})" for r in rows], fontsize=7)
+    # rows holds only those with a cfg (filtered above), which mypy does not carry into the comprehension
+    ax.set_yticks(y, [f"{r.name}  (n={r.cfg.n}, d_K={r.cfg.d_k})" for r in rows], fontsize=7)  # type: ignore[union-attr]
     ax.set_xlabel("first-moment shift, mean(MHA) / mean(GE) - 1 (%)")
     ax.legend(fontsize=7)

@@ -32,7 +32,7 @@ class Preset:
 
     def config(self, **overrides) -> AttentionConfig:
         """The layer at these dimensions (beta = 1, d_v = d_k, d_o = d)."""
-        fields = dict(n=self.n, d=self.d, h=self.h, h_kv=self.h_kv, d_k=self.d_k)
+        fields: dict[str, Any] = dict(n=self.n, d=self.d, h=self.h, h_kv=self.h_kv, d_k=self.d_k)
         fields.update(overrides)
         return AttentionConfig(**fields)
 

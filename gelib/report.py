@@ -2,7 +2,7 @@
 
 :func:`make_report` samples the original softmax layer (MHA) and its Gaussian
 equivalent ``Y^G`` over seeds (:func:`gelib.spectra.compare`), evaluates the
-limit law of the eigenvalues of ``Y Y^T / n`` (:func:`gelib.law.output_law`)
+limit law of the eigenvalues of ``Y Y^T / n`` (:func:`gelib.attention_law.output_law`)
 and collects, in a :class:`Report`:
 
 * the relative W1 and KS distances between the two spectra (mean and 95 %
@@ -34,11 +34,11 @@ import jax
 import numpy as np
 from matplotlib.figure import Figure
 
+from .attention_law import output_law
 from .config import AttentionConfig
+from .finite_size import mean_shifts
 from .freeprob import Law, distances_to_law
-from .law import output_law
 from .spectra import Comparison, Summary, compare, mean_shift, summarize
-from .tables import mean_shifts
 
 __all__ = [
     "REPORT_FILES",

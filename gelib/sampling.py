@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from numpy.typing import DTypeLike
+from jax.typing import DTypeLike
 
 from .config import AttentionConfig, ConfigError
 
@@ -60,7 +60,8 @@ class LiteralDraw(NamedTuple):
 
 def _dtype(cfg: AttentionConfig):
     dt = jnp.dtype(cfg.dtype)
-    if dt == jnp.float64 and not jax.config.jax_enable_x64:
+    # jax.config's options are attributes set at run time, which its stub does not list
+    if dt == jnp.float64 and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]
         raise RuntimeError(
             "float64 needs JAX's x64 mode: call jax.config.update('jax_enable_x64', True) "
             "before using gelib (importing gelib does this), or use dtype='float32'"

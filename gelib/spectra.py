@@ -46,7 +46,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -55,10 +56,10 @@ import scipy.linalg
 import scipy.stats
 from numpy.typing import ArrayLike
 
-from . import hostblas
 from .config import AttentionConfig
-from .models import check_models, head_outputs, kernel_f, output
-from .rates import PowerFit
+from .models import head_outputs, kernel_f, output
+from .models.construction import check_models
+from .numerics import PowerFit, host_linalg
 from .sampling import sample
 
 __all__ = [
@@ -84,19 +85,19 @@ __all__ = [
     "summarize",
     "Comparison",
     "compare",
-    "TW1_MEAN",
-    "TW1_STD",
     "edge_scale",
     "EdgeStatistics",
     "edge_statistics",
     "edge_rate",
     "edge_rates",
+    "step_distances",
 ]
 
 
 def gram(y: jax.Array | np.ndarray) -> jax.Array:
     """``Y Y^T / n``, shape ``(..., n, n)``, for ``Y`` of shape ``(..., n, d_o)``."""
-    return y @ jnp.swapaxes(y, -1, -2) / y.shape[-2]
+    # a NumPy y: numpy defers to jax.Array's __rmatmul__ (its __array_priority__), a jax.Array still
+    return y @ jnp.swapaxes(y, -1, -2) / y.shape[-2]  # type: ignore[return-value]
 
 
 def eigvals(c: ArrayLike) -> np.ndarray:
@@ -110,7 +111,7 @@ def eigvals(c: ArrayLike) -> np.ndarray:
         ev = np.asarray(jnp.linalg.eigvalsh(c), dtype=np.float64)
     else:
         c = np.asarray(c, dtype=np.float64)
-        two = hostblas.eigvalsh_two_stage(c) if c.ndim == 2 and c.shape[0] >= hostblas.TWO_STAGE_MIN_N else None
+        two = host_linalg.eigvalsh_two_stage(c) if c.ndim == 2 and c.shape[0] >= host_linalg.TWO_STAGE_MIN_N else None
         if two is not None:
             ev = two
         elif c.ndim == 2:
@@ -405,8 +406,8 @@ class _TracedBeta:
 def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, beta, alpha2):
     draw_key, noise_key = jax.random.split(key)
     draw = sample(draw_key, cfg, path)
-    tcfg = _TracedBeta(cfg, beta, alpha2)
-    x64 = jax.config.jax_enable_x64
+    tcfg = cast("AttentionConfig", _TracedBeta(cfg, beta, alpha2))  # a configuration by delegation
+    x64 = jax.config.jax_enable_x64  # type: ignore[attr-defined]  # set at run time, not in jax.config's stub
     if path == "fast" and output_route(cfg, len(models)) != "direct":
         # W^O is never used, so XLA drops its sampling
         u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, key=noise_key)) for m in models])
@@ -418,18 +419,18 @@ def _grams_at(key, cfg: AttentionConfig, models: tuple[str, ...], path: str, bet
 @functools.partial(jax.jit, static_argnames=("cfg", "models", "route"))
 def _output_parts_at(key, cfg: AttentionConfig, models: tuple[str, ...], route: str, beta, alpha2):
     """The device's share of one seed when the output stage runs in the host's BLAS
-    (:mod:`gelib.hostblas`): the factors of :func:`gelib.hostblas.grams_from_parts`,
+    (:mod:`gelib.numerics.host_linalg`): the factors of :func:`gelib.host_linalg.grams_from_parts`,
     from the same draw, noise and output keys as ``_grams_at`` (path ``"fast"``)."""
     draw_key, noise_key = jax.random.split(key)
     draw = sample(draw_key, cfg, "fast")
-    tcfg = _TracedBeta(cfg, beta, alpha2)
+    tcfg = cast("AttentionConfig", _TracedBeta(cfg, beta, alpha2))  # a configuration by delegation
     u = jnp.stack([_stacked_heads(head_outputs(m, draw, tcfg, key=noise_key)) for m in models]).astype(jnp.float64)
     if route == "direct":
         return u, draw.w_o.reshape(cfg.h * cfg.d_v, cfg.d_o).astype(jnp.float64)
     m, n, p = u.shape
     big, okey = m * n, jax.random.fold_in(draw_key, 1)
     scale = jnp.sqrt(jnp.asarray(p, jnp.float64))
-    if route == "qr":  # the host forms R (hostblas.triangular_factor)
+    if route == "qr":  # the host forms R (host_linalg.triangular_factor)
         if cfg.d_o >= big:
             return u, _bartlett(okey, big, cfg.d_o, jnp.float64) / scale
         return u, jax.random.normal(okey, (big, cfg.d_o), jnp.float64) / scale
@@ -438,7 +439,7 @@ def _output_parts_at(key, cfg: AttentionConfig, models: tuple[str, ...], route: 
 
 def _host_route(cfg: AttentionConfig, models: tuple[str, ...], path: str, ndev: int) -> str | None:
     """The output route when the output stage runs in the host's BLAS, else ``None``."""
-    if path != "fast" or ndev != 1 or not hostblas.available():
+    if path != "fast" or ndev != 1 or not host_linalg.available():
         return None
     return output_route(cfg, len(models))
 
@@ -525,8 +526,10 @@ def model_spectra(
         if c + 1 < len(chunks):
             upcoming = dispatch(chunks[c + 1])
         for j, s in enumerate(chunk):
+            ev: list[np.ndarray] | np.ndarray
             if route is not None:
-                ev = [eigvals(g) for g in hostblas.grams_from_parts(route, *grams[j], len(models), cfg.n)]
+                # grams[j] is the pair (a, b): mypy cannot match a starred Any followed by more arguments
+                ev = [eigvals(g) for g in host_linalg.grams_from_parts(route, *grams[j], len(models), cfg.n)]  # type: ignore[call-arg]
             else:
                 ev = eigvals(grams[j])
             for i, m in enumerate(models):
@@ -561,7 +564,7 @@ def w1(a: ArrayLike, b: ArrayLike) -> np.ndarray:
 
 def rel_w1(a: ArrayLike, ref: ArrayLike) -> np.ndarray:
     """``W1(a, ref) / mean(ref)``: a fraction, not a percentage; shapes as in :func:`w1`."""
-    return w1(a, ref) / np.mean(ref, axis=-1)
+    return w1(a, ref) / np.mean(ref, axis=-1)  # type: ignore[arg-type]  # numeric; np.mean's stub refuses str
 
 
 def shape_w1(a: ArrayLike, ref: ArrayLike) -> np.ndarray:
@@ -774,3 +777,24 @@ def edge_rates(at_n, law, margin: float = 4.0) -> dict[str, tuple[list[EdgeStati
         stats = [edge_statistics(at_n[n][m], law, margin) for n in ns]
         out[m] = stats, edge_rate(ns, [st.deviation for st in stats])
     return out
+
+
+def step_distances(spectra: dict, steps: Iterable[Sequence[str]]) -> tuple[dict, dict, dict, dict]:
+    """How far each step of Table 1 moves the spectrum: distances between pairs of models, over seeds.
+
+    ``spectra[m]`` holds the eigenvalues of model ``m`` (``(seeds, n)``, e.g. from
+    :func:`gelib.spectra.model_spectra`, all models from the same draws);
+    ``steps`` is a sequence of pairs ``(a, b)``. Returns four dicts keyed by the
+    pairs: the :class:`~gelib.spectra.Summary` over seeds of ``100 rel_w1(a, b)``
+    (percent of ``b``'s mean eigenvalue), that of ``ks(a, b)``, the raw
+    ``w1(a, b)`` per seed (``(seeds,)``; a metric, so the distance of a composite
+    step is at most the sum over its parts) and the mean over seeds of the
+    relative shift of the mean eigenvalue, ``mean(b) / mean(a) - 1``.
+    """
+
+    steps = [tuple(s) for s in steps]
+    step_w1 = {s: summarize(100 * rel_w1(spectra[s[0]], spectra[s[1]])) for s in steps}
+    step_ks = {s: summarize(ks(spectra[s[0]], spectra[s[1]])) for s in steps}
+    raw_w1 = {s: w1(spectra[s[0]], spectra[s[1]]) for s in steps}
+    mean_shift = {s: float(np.mean(spectra[s[1]].mean(1) / spectra[s[0]].mean(1) - 1)) for s in steps}
+    return step_w1, step_ks, raw_w1, mean_shift

@@ -43,6 +43,14 @@ Gaussian rows are nested too). :meth:`NestedDraws.layer` is the explorers'
 rule: a layer that fits inside the big one is cut out of seed 0, any other is
 sampled afresh.
 
+*What a sweep measures.* Spectral distances between two models over a sweep
+are :func:`sweep_distances` (their two-panel rate figure is
+:func:`gelib.plotting.plot_distance_rates`); :func:`sample_covariance_error`
+is the exact ``N^{-1/2}`` rate of a Gaussian sample covariance;
+:func:`agree_at_every_size` compares measured means with their predictions at
+every size of a sweep, jointly. Rates are fitted by
+:func:`gelib.numerics.fit_power_law`.
+
 The keys come from the chapter; nothing here makes its own.
 """
 
@@ -54,11 +62,15 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
+import scipy.stats
+from numpy.typing import ArrayLike
 
 from .config import AttentionConfig, ConfigError
 from .keys import stream
-from .rates import PowerFit
+from .models import conditional_covariances, kernel_f, kernel_g, sigma
+from .numerics import PowerFit
 from .sampling import Draw, restrict, sample_fast
+from .spectra import ks, rel_w1
 
 __all__ = [
     "proportional",
@@ -71,6 +83,11 @@ __all__ = [
     "explorer_sliders",
     "CopyErrors",
     "copy_errors",
+    "sample_covariance_error",
+    "sweep_distances",
+    "DistanceRates",
+    "Agreement",
+    "agree_at_every_size",
 ]
 
 
@@ -139,7 +156,7 @@ class Sweep:
         rows = self.records[self._index(n)]
         return {name: np.array([r[name] for r in rows]) for name in rows[0]}
 
-    def field(self, name: str, reduce: Callable[[object], object] | None = None) -> np.ndarray:
+    def field(self, name: str, reduce: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """One field over the grid, ``(len(ns), seeds, ...)``.
 
         ``reduce`` maps one draw's value to a number or a fixed-shape array
@@ -162,8 +179,8 @@ class Sweep:
         """Two fields side by side at every length: ``{n: (seeds, 2, ...)}``.
 
         With two spectra (``a`` against the reference ``b``) this is the input
-        of :func:`gelib.rates.sweep_distances` and
-        :func:`gelib.rates.plot_distance_rates`.
+        of :func:`gelib.sweeps.sweep_distances` and
+        :func:`gelib.plotting.plot_distance_rates`.
         """
         return {n: np.stack([v[a], v[b]], axis=1) for n, v in ((n, self.at(n)) for n in self.ns)}
 
@@ -364,7 +381,7 @@ class CopyErrors:
     and ``errors_f`` ``(k, models)``: ``||hat Sigma - Sigma_G||_F / ||Sigma_G||_F``
     and the same from ``Sigma_f``; ``predicted`` ``(k,)``: the exact expectation
     for Gaussian rows with covariance ``Sigma_G``
-    (:func:`gelib.rates.sample_covariance_error`); ``floor``:
+    (:func:`gelib.sweeps.sample_covariance_error`); ``floor``:
     ``||Sigma_f - Sigma_G||_F / ||Sigma_G||_F``.
     """
 
@@ -385,11 +402,9 @@ def copy_errors(
     of copies), measured from :func:`gelib.models.sigma` with
     :func:`gelib.models.kernel_g` and :func:`gelib.models.kernel_f`. One call is
     one draw of a nested sweep over the number of rows: fit a slope per call
-    and the interval across calls (:func:`gelib.rates.fit_power_law` with
+    and the interval across calls (:func:`gelib.numerics.fit_power_law` with
     ``nested=True``).
     """
-    from .models import conditional_covariances, kernel_f, kernel_g, sigma
-    from .rates import sample_covariance_error
 
     sigma_g, sigma_f = (np.asarray(sigma(kernel, draw, cfg)) for kernel in (kernel_g, kernel_f))
     norm = np.linalg.norm(sigma_g)
@@ -398,3 +413,79 @@ def copy_errors(
     rows = np.asarray(sorted(checkpoints)) * cfg.n
     floor = float(np.linalg.norm(sigma_f - sigma_g) / norm)
     return CopyErrors(rows, errors, errors_f, sample_covariance_error(sigma_g, rows), floor)
+
+
+def sample_covariance_error(sigma: np.ndarray, rows: ArrayLike) -> np.ndarray:
+    """Expected relative error of the sample covariance of ``N`` Gaussian rows: ``N^{-1/2}`` with its constant.
+
+    For i.i.d. rows ``y ~ N(0, Sigma)`` (``Sigma`` of shape ``(d, d)``) and
+    ``hat Sigma = (1/N) sum_i y_i y_i^T``, exactly
+    ``E ||hat Sigma - Sigma||_F^2 = ((tr Sigma)^2 + tr(Sigma^2)) / N``; returns
+    ``sqrt`` of it over ``||Sigma||_F`` for each ``N`` in ``rows`` (same shape as ``rows``).
+    """
+    sigma = np.asarray(sigma, dtype=float)
+    tr, tr2 = np.trace(sigma), np.sum(sigma * sigma)
+    return np.sqrt((tr**2 + tr2) / np.asarray(rows)) / np.linalg.norm(sigma)
+
+
+def sweep_distances(pairs: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Relative W1 and KS distances between two models' spectra at every size of a sweep.
+
+    ``pairs[n]`` has shape ``(seeds, 2, n)``: per seed, the eigenvalues of
+    model ``a`` and of the reference ``b``. Returns ``rel_w1(a, b)`` and
+    ``ks(a, b)`` (:mod:`gelib.spectra`), each of shape ``(len(pairs), seeds)`` in
+    the order of ``pairs``: the ``values`` of :func:`fit_power_law` and of
+    :func:`gelib.plotting.rate_plot`.
+    """
+
+    ev = [np.asarray(p) for p in pairs.values()]
+    if any(e.ndim != 3 or e.shape[1] != 2 for e in ev):
+        raise ValueError(f"each entry must have shape (seeds, 2, n), got {[e.shape for e in ev]}")
+    return (np.array([rel_w1(e[:, 0], e[:, 1]) for e in ev]), np.array([ks(e[:, 0], e[:, 1]) for e in ev]))
+
+
+@dataclasses.dataclass(frozen=True)
+class DistanceRates:
+    """Spectral distances between two models over a sweep, with their power-law fits.
+
+    ``w1`` and ``ks`` have shape ``(len(ns), seeds)``; ``fits`` maps ``"w1"`` and
+    ``"ks"`` to their :class:`PowerFit` against ``n``.
+    """
+
+    ns: tuple[int, ...]
+    w1: np.ndarray
+    ks: np.ndarray
+    fits: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Agreement:
+    """Measured means against predictions at every size of a sweep (:func:`agree_at_every_size`).
+
+    ``z`` holds ``(mean - predicted) / se`` per size, ``threshold`` the Bonferroni-adjusted
+    Student-t quantile and ``ok`` whether every ``|z|`` is within it.
+    """
+
+    z: np.ndarray
+    threshold: float
+    ok: bool
+
+
+def agree_at_every_size(values: ArrayLike, predicted: ArrayLike, level: float = 0.95) -> Agreement:
+    """Whether the mean over seeds agrees with its prediction at every size, jointly at ``level``.
+
+    ``values`` has shape ``(k, seeds)`` (independent seeds), ``predicted`` shape ``(k,)``. At
+    each size the mean over seeds lies within ``t se`` of the prediction, ``se`` the standard
+    error across seeds and ``t`` the Student-t quantile ``1 - (1 - level) / (2k)`` with
+    ``seeds - 1`` degrees of freedom (Bonferroni: the ``k`` tests fail together with
+    probability at most ``1 - level`` when the predictions are right).
+    """
+    values = np.asarray(values, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    if values.ndim != 2 or values.shape[0] != predicted.size or values.shape[1] < 2:
+        raise ValueError(f"values must have shape (len(predicted), seeds >= 2), got {values.shape}")
+    k, seeds = values.shape
+    se = values.std(axis=1, ddof=1) / np.sqrt(seeds)
+    z = (values.mean(axis=1) - predicted) / se
+    threshold = float(scipy.stats.t.ppf(1 - (1 - level) / (2 * k), seeds - 1))
+    return Agreement(z, threshold, bool(np.all(np.abs(z) <= threshold)))

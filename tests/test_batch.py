@@ -283,10 +283,10 @@ def test_estimate_uses_this_machines_runs_then_a_measured_reference_never_a_gues
 
 def test_a_chapter_without_a_cpu_measurement_is_priced_from_its_planned_layers(book):
     """The plan cell's layers, for the injected scale, and the estimate from their sizes: the sum of
-    the layers' floors (gelib.markers.simulation_seconds), a lower bound; nothing after the plan runs."""
+    the layers' floors (gelib.learning_markers.simulation_seconds), a lower bound; nothing after the plan runs."""
     from bookrun import batch
     from gelib.config import AttentionConfig
-    from gelib.markers import simulation_seconds
+    from gelib.learning_markers import simulation_seconds
 
     plan = (
         ":tags: [plan]\n"
@@ -318,7 +318,7 @@ def test_a_chapter_without_a_cpu_measurement_is_priced_from_its_planned_layers(b
 
 def test_simulation_seconds_is_the_sum_of_the_layers_floors():
     from gelib.config import AttentionConfig
-    from gelib.markers import simulation_seconds
+    from gelib.learning_markers import simulation_seconds
     from gelib.spectra import estimate_seconds, seed_flops
 
     a, b = AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512), AttentionConfig(n=512, d=512, h=8, d_k=64, d_o=256)

@@ -12,7 +12,7 @@ import pytest
 
 from bookrun.cli import main
 from gelib import AttentionConfig
-from gelib.law import output_law
+from gelib.attention_law import output_law
 
 SMALL = ["--n", "64", "--d", "64", "--h", "4", "--dk", "16"]
 TINY = ["--n", "24", "--d", "40", "--h", "4", "--h-kv", "2", "--dk", "6", "--do", "20"]

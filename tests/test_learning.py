@@ -10,8 +10,8 @@ import scipy.stats
 
 from gelib import AttentionConfig
 from gelib import learning as L
-from gelib import learning_figures as LF
-from gelib import markers as MK
+from gelib import learning_markers as MK
+from gelib import plotting as LF
 from gelib.freeprob import dirac, marchenko_pastur
 
 
@@ -223,7 +223,7 @@ def test_law_at_the_tables_dimensions_equals_the_law_at_equal_ratios():
     """The law of Figure 3(a)'s layer at n = 4096 against the law computed at n = 64 with every
     width shrunk by the same factor (d_K = 1, d_O = 128): the chain sees only ratios, so the two
     computations (different configurations, different caches) agree; LimitLaws shares one law."""
-    from gelib.law import output_law
+    from gelib.attention_law import output_law
 
     paper = AttentionConfig(n=4096, d=4096, h=64, d_k=64, d_o=8192)
     small = paper.at_length(64)  # d_k = d_v = 1, d_o = 128, h = 64
@@ -297,7 +297,7 @@ def test_limit_laws_cache_check_and_mean():
 
     def law_fn(cfg):
         calls.append(cfg)
-        from gelib.law import output_law
+        from gelib.attention_law import output_law
 
         return output_law(cfg)
 
@@ -347,7 +347,7 @@ TIED = AttentionConfig(n=256, d=512, h=4, d_k=64, d_o=128, tie_kv=True)
 
 
 def test_predicted_shift_is_the_first_moment_bias():
-    from gelib.shifts import mha_shift_exact
+    from gelib.models import mha_shift_exact
     from gelib.spectra import mean_shift
 
     b = MK.predicted_shift(UNTIED)
@@ -496,7 +496,7 @@ def test_width_boundaries():
 def test_readout_error_end_of_training_without_noise_counts_the_rank():
     # sigma = 0, t = inf: every seen direction is learned, so the error is 1 - rank(Y) / d_O
     # with rank(Y) = min(n, d_O, h d_V) (the chapter's exercise), on the limit law
-    from gelib.law import output_law
+    from gelib.attention_law import output_law
 
     for h, d_o in [(2, 48), (2, 128), (8, 32), (3, 200)]:
         cfg = AttentionConfig(n=64, d=64, h=h, d_k=16, d_o=d_o)
@@ -512,7 +512,7 @@ def test_readout_error_end_of_training_without_noise_counts_the_rank():
 
 
 def test_path_errors_and_spread_off_boundary():
-    from gelib.law import output_law
+    from gelib.attention_law import output_law
 
     points = L.fixed_output_path(AttentionConfig(n=64, d=64, h=1, d_k=16, d_o=32), range(1, 7))
     cur = L.path_errors(points, output_law, {"end": math.inf, "early": 3.0}, 0.5)
@@ -706,7 +706,7 @@ def test_sharing_figures(agg):
 
 
 def test_readout_figures(agg):
-    from gelib.law import output_law
+    from gelib.attention_law import output_law
 
     n = 64
     panel = [AttentionConfig(n=n, d=n, h=h, d_k=16, d_o=2 * n) for h in (2, 4)]

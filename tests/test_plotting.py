@@ -11,8 +11,12 @@ from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.patches import StepPatch  # noqa: E402
 
 from gelib import AttentionConfig  # noqa: E402
+from gelib.attention_law import (
+    LEVEL_TITLES,  # noqa: E402
+    chain,  # noqa: E402
+)
 from gelib.freeprob import affine, marchenko_pastur  # noqa: E402
-from gelib.law import chain  # noqa: E402
+from gelib.numerics import fit_power_law  # noqa: E402
 from gelib.plotting import (  # noqa: E402
     allocation_figure,
     at_atoms,
@@ -22,8 +26,6 @@ from gelib.plotting import (  # noqa: E402
     rate_panels,
     rate_plot,
 )
-from gelib.rates import fit_power_law  # noqa: E402
-from gelib.tables import LEVEL_TITLES  # noqa: E402
 
 P, N = 400, 160  # X X^T / N with X of size P x N: rank N, an atom 1 - N/P = 0.6 at 0
 
@@ -217,7 +219,7 @@ def test_law_figure_marks_the_support_and_the_mean():
     import math
 
     from gelib import AttentionConfig
-    from gelib.law import chain
+    from gelib.attention_law import chain
     from gelib.plotting import law_figure, tex_sci
 
     main = AttentionConfig(n=512, d=768, h=4, d_k=64, d_v=96, d_o=768)  # h d_V < n: an atom at 0

@@ -10,10 +10,9 @@ import scipy.stats
 from gelib import AttentionConfig, ConfigError
 from gelib import models as M
 from gelib.keys import stream
-from gelib.rates import PowerFit
 from gelib.sampling import sample_fast
 from gelib.spectra import ks, rel_w1, spectrum
-from gelib.sweeps import Sweep, proportional, run, slope_within
+from gelib.sweeps import PowerFit, Sweep, proportional, run, slope_within
 
 BASE = proportional(24, h=3, d_k=1 / 4, d_v=1 / 3, d_o=1 / 2, beta=0.8)
 LAYERS = [BASE.at_length(n) for n in (12, 24)]

@@ -6,10 +6,10 @@ import pytest
 
 from gelib import AttentionConfig
 from gelib.models import conditional_covariances, kernel_f, kernel_g, sigma
-from gelib.rates import fit_power_law, sample_covariance_error
+from gelib.numerics import fit_power_law
 from gelib.sampling import sample_fast
 from gelib.spectra import summarize
-from gelib.sweeps import copy_errors
+from gelib.sweeps import copy_errors, sample_covariance_error
 
 CFG = AttentionConfig(n=16, d=16, h=2, d_k=8, d_v=8, d_o=12)
 PAIR = ("yg_sigma_g", "yg")

@@ -3,16 +3,16 @@
 Prints the exact moments and/or the density (with support edges and atoms)
 of the law of the eigenvalues of ``Y Y^T / n`` (``--level output``), of the
 value covariance ``mu_V`` or of the output covariance ``mu_VO``
-(:mod:`gelib.law`).
+(:mod:`gelib.attention_law`).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from gelib.attention_law import attention_law, output_covariance_law, output_law, value_law
 from gelib.config import ConfigError
 from gelib.freeprob import ConvergenceError, LawError
-from gelib.law import attention_law, output_covariance_law, output_law, value_law
 
 from .common import (
     add_command,

@@ -13,7 +13,7 @@ of either under a polynomial of degree <= 2) by
 * affine maps ``x -> a x + b`` (``a > 0``).
 
 This is the structure of the Gaussian-equivalent limit laws of Hayase and
-Karakida (2026), Table A.4 and Figure D.1; :mod:`gelib.law` assembles them
+Karakida (2026), Table A.4 and Figure D.1; :mod:`gelib.attention_law` assembles them
 for an attention layer.
 
 Conventions (Tables A.4-A.5): ``psi(z) = int z x / (1 - z x) dmu = sum_k m_k z^k``,

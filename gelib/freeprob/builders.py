@@ -5,7 +5,7 @@
 new laws from old ones.  Every builder returns the law through a module-level
 cache of weak references, so that equal laws still alive are one object and
 share their cached support and distribution function (e.g.
-``output_law(cfg)`` and ``chain(cfg).output`` of :mod:`gelib.law`).
+``output_law(cfg)`` and ``chain(cfg).output`` of :mod:`gelib.attention_law`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .law import Law
 
 __all__ = ["dirac", "marchenko_pastur", "compress", "affine", "scale", "polynomial"]
 
-_LAWS = weakref.WeakValueDictionary()
+_LAWS: weakref.WeakValueDictionary[Law, Law] = weakref.WeakValueDictionary()
 
 
 def _law(base: ClosedForm, steps: tuple[tuple[float, float, float], ...] = ()) -> Law:

@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpy.polynomial import polynomial as npoly
-from numpy.typing import ArrayLike
 
 from .moments import compress_moments
 
@@ -122,13 +121,13 @@ def _ceil_log2(x: float) -> int:
 def merge_atoms(atoms: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """``[(location, mass), ...]`` with equal locations merged, tiny masses
     (<= 1e-13) dropped, sorted by location."""
-    merged = {}
+    merged: dict[float, float] = {}
     for loc, m in atoms:
         merged[loc] = merged.get(loc, 0.0) + m
     return sorted((loc, m) for loc, m in merged.items() if m > 1e-13)
 
 
-def inner_reg(kind: str, z: ArrayLike, c: ArrayLike) -> tuple[jax.Array, jax.Array]:
+def inner_reg(kind: str, z: jax.Array | np.ndarray | complex, c: jax.Array | float) -> tuple[jax.Array, jax.Array]:
     """``(reg, w)`` for ``delta_c`` or ``MP(c)``: ``g(z) = reg(z) - w / z``, where
     ``w`` is the atom at 0 and ``reg`` is computed without cancellation near 0
     (so ``Im g`` keeps full relative precision next to an atom).  ``kind`` is
@@ -143,7 +142,9 @@ def inner_reg(kind: str, z: ArrayLike, c: ArrayLike) -> tuple[jax.Array, jax.Arr
     return jnp.where(c > 1, with_atom, g), jnp.where(c > 1, 1 - 1 / c, 0.0)
 
 
-def base_reg(key: tuple[str, int], z: ArrayLike, theta: ArrayLike) -> tuple[jax.Array, jax.Array]:
+def base_reg(
+    key: tuple[str, int], z: jax.Array | np.ndarray | complex, theta: jax.Array | np.ndarray
+) -> tuple[jax.Array, jax.Array]:
     """``(reg, w)`` for the law of ``p(X)``: ``g_{p(X)}(z)`` sums ``g_X(r) / p'(r)``
     over the roots of ``p(r) = z`` (no root selection needed); an atom of X at
     0 moves to ``p(0)``.  ``key`` and ``theta`` (shape ``(1 + len(poly),)``) as
@@ -164,7 +165,7 @@ def base_reg(key: tuple[str, int], z: ArrayLike, theta: ArrayLike) -> tuple[jax.
     return reg + jnp.where(p[0] != 0, w / (p[0] - z), 0.0), jnp.where(p[0] == 0, w, 0.0)
 
 
-def g_base(key: tuple[str, int], z: ArrayLike, theta: ArrayLike) -> jax.Array:
+def g_base(key: tuple[str, int], z: jax.Array | np.ndarray | complex, theta: jax.Array | np.ndarray) -> jax.Array:
     """The Stieltjes transform ``g(z)`` of the law of ``p(X)`` (atom included),
     of the shape of ``z``; arguments as in :func:`base_reg`."""
     reg, w = base_reg(key, z, theta)

@@ -138,7 +138,7 @@ def law_w1(a: Law, b: Law, scale_a: float = 1.0, scale_b: float = 1.0, num: int 
     the same place, and for the continuous parts, it is ``~1e-6`` relative
     for the laws of this book.
     """
-    pts = [
+    pts: list[np.ndarray] | np.ndarray = [
         np.array([v for e in law.edges() for v in e] + [x for x, _ in law.atoms()] + list(law.grid(200))) / sc
         for law, sc in ((a, scale_a), (b, scale_b))
     ]

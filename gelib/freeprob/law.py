@@ -514,7 +514,7 @@ class Law:
             u = self._unit
             return self._normal.integrate(lambda y: phi(_ldexp(y, u)), phi0, method=method, rtol=rtol, atol=atol)
         atoms = self.atoms()
-        total = 0.0
+        total: float | np.ndarray = 0.0
         for loc, m in atoms:
             if loc == 0.0 and phi0 is not None:
                 val = np.asarray(phi0, dtype=float)

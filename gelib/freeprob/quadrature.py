@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.polynomial import legendre
+from numpy.typing import ArrayLike
 
 from .solver import ConvergenceError, LawError
 
@@ -145,7 +146,7 @@ def components(
 def contour(
     stieltjes: Callable[[np.ndarray], np.ndarray],
     atoms: list[tuple[float, float]],
-    phi: Callable[[np.ndarray], np.ndarray],
+    phi: Callable[[np.ndarray], ArrayLike],
     lo: float,
     hi: float,
     delta: float,

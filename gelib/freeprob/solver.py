@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -66,7 +67,7 @@ def residual_terms(y: jax.Array, z: jax.Array, theta: jax.Array, st: jax.Array, 
     when ``w > 0``, where every term vanishes with ``p``)."""
     K = st.shape[0]
     p = (z - st[K - 1, 2]) / st[K - 1, 1]
-    terms = [None] * K
+    terms = cast("list[jax.Array]", [None] * K)  # every slot is set by the loop below
     for k in range(K - 1, -1, -1):
         lam, c, w = st[k, 0], st[k, 3], st[k, 4]
         pg = p * y[k] - w
@@ -97,7 +98,7 @@ def small_solve(a, b):
             f = a[r][i] / a[i][i]
             a[r] = [a[r][j] - f * a[i][j] for j in range(K)]
             b[r] = b[r] - f * b[i]
-    x = [None] * K
+    x = cast("list[jax.Array]", [None] * K)  # every slot is set by the loop below
     for i in range(K - 1, -1, -1):
         x[i] = (b[i] - sum(a[i][j] * x[j] for j in range(i + 1, K))) / a[i][i]
     return jnp.stack(x)
@@ -121,7 +122,8 @@ def solve_point(x, eta, theta, st, means, eta0, step, key):
     def z_at(i):
         return x + 1j * jnp.where(i < nsteps, jnp.maximum(eta_end, eta0 * step ** (i + 1)), eta)
 
-    ys, p = [None] * K, (x + 1j * jnp.maximum(eta, eta0) - st[K - 1, 2]) / st[K - 1, 1]
+    # every slot of ys is set by the loop below
+    ys, p = cast("list[jax.Array]", [None] * K), (x + 1j * jnp.maximum(eta, eta0) - st[K - 1, 2]) / st[K - 1, 1]
     for k in range(K - 1, -1, -1):  # start: g ~ -1/(z - mean) at every level
         g = -1.0 / (p - means[k])
         ys[k] = g + st[k, 4] / p
@@ -153,11 +155,11 @@ def solve_point(x, eta, theta, st, means, eta0, step, key):
 
 @functools.partial(jax.jit, static_argnames="key")
 def solve(
-    x: ArrayLike,
-    eta: ArrayLike,
-    theta: ArrayLike,
-    st: ArrayLike,
-    means: ArrayLike,
+    x: jax.Array,
+    eta: jax.Array,
+    theta: jax.Array,
+    st: jax.Array,
+    means: jax.Array,
     eta0: float,
     step: float,
     key: tuple[str, int],
@@ -184,7 +186,8 @@ def chunked(fn: Callable[..., Sequence[ArrayLike]], *arrays: np.ndarray, fill: S
     outputs joined over the chunks, shape ``(m,)`` each."""
     n = arrays[0].shape[0]
     pad = -n % _CHUNK if n else _CHUNK
-    arrays = [np.concatenate([a, np.full(pad, f, a.dtype)]) for a, f in zip(arrays, fill)]
+    # the tuple of arguments rebound to a list of the padded arrays (only iterated below)
+    arrays = [np.concatenate([a, np.full(pad, f, a.dtype)]) for a, f in zip(arrays, fill)]  # type: ignore[assignment]
     outs = [fn(*(a[i : i + _CHUNK] for a in arrays)) for i in range(0, n + pad, _CHUNK)]
     return [np.concatenate([np.asarray(o[j]) for o in outs])[:n] for j in range(len(outs[0]))]
 

@@ -18,7 +18,6 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpy.typing import ArrayLike
 
 from .closed_forms import ClosedForm, g_base
 from .solver import LawError, chunked
@@ -46,7 +45,7 @@ def outward(t: jax.Array, theta: jax.Array, st: jax.Array, key: tuple[str, int])
 
 
 @functools.partial(jax.jit, static_argnames="key")
-def scan(t: ArrayLike, theta: ArrayLike, st: ArrayLike, key: tuple[str, int]) -> tuple[jax.Array, jax.Array]:
+def scan(t: jax.Array, theta: jax.Array, st: jax.Array, key: tuple[str, int]) -> tuple[jax.Array, jax.Array]:
     """Outer point x(t) and whether t maps into the complement of the support
     (every level increasing in t), vectorised: ``t`` has shape ``(m,)`` and so
     have both results (the second boolean); the other arguments as in

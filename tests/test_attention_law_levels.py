@@ -1,4 +1,4 @@
-"""The simulated chain (gelib.levels) against its definition formed independently."""
+"""The simulated chain (gelib.attention_law) against its definition formed independently."""
 
 import math
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from gelib import AttentionConfig
+from gelib.attention_law import LEVELS, level_spectra
 from gelib.keys import stream
-from gelib.levels import LEVELS, level_spectra
 from gelib.sampling import sample_fast
 
 CFG = AttentionConfig(n=48, d=48, h=4, h_kv=2, d_k=12, d_v=8, d_o=40, beta=0.9)  # GQA, h d_v < n

@@ -1,10 +1,10 @@
-"""Lanczos' largest singular value against the SVD (gelib.linalg)."""
+"""Lanczos' largest singular value against the SVD (gelib.numerics.krylov)."""
 
 import jax
 import numpy as np
 import pytest
 
-from gelib import linalg
+from gelib.numerics import krylov as linalg
 
 
 @pytest.mark.parametrize("shape", [(40, 30), (30, 40), (64, 64)])

@@ -27,13 +27,13 @@ from fractions import Fraction
 import jax
 import numpy as np
 
+from .attention_law import output_law
 from .config import AttentionConfig
 from .freeprob import Law, scale
 from .keys import stream
-from .law import output_law
 from .learning import expect
+from .moment_checks import first_moment_bias
 from .spectra import Summary, estimate_seconds, model_spectra, summarize
-from .tables import first_moment_bias
 
 __all__ = [
     "law_parameters",
@@ -53,7 +53,7 @@ def law_parameters(cfg: AttentionConfig) -> tuple:
     """What the limit law of ``Y Y^T / n`` depends on: ``beta``, tying and four exact ratios.
 
     ``(beta, tie_kv, n / d_K, n / d_V, h d_V / d_O, d_O / n)``, the ratios as
-    :class:`~fractions.Fraction`: the chain of :func:`gelib.law.output_law`
+    :class:`~fractions.Fraction`: the chain of :func:`gelib.attention_law.output_law`
     sees nothing else (not ``d``, not ``h_KV``, not the size itself), so two
     layers with equal parameters have the same law, e.g. a layer of Table D.3
     and the same layer with ``n``, ``d_K``, ``d_V``, ``d_O`` shrunk by one
@@ -85,7 +85,7 @@ def quadrature_error(law: Law) -> float:
 class LimitLaws:
     """The limit law of ``Y Y^T / n`` per layer, cached, each checked by :func:`quadrature_error`.
 
-    ``laws(cfg)`` is :func:`gelib.law.output_law` of ``cfg`` (or of ``law_fn``),
+    ``laws(cfg)`` is :func:`gelib.attention_law.output_law` of ``cfg`` (or of ``law_fn``),
     computed once per :func:`law_parameters` (layers that differ only in
     ``d``, ``h_KV`` or in size at equal ratios share one law); it raises
     :class:`ValueError` if the quadrature misses the exact moments by ``tol``
@@ -210,9 +210,9 @@ def spread_excess(law: Law, spectra: np.ndarray) -> Summary:
 def predicted_shift(cfg: AttentionConfig) -> float | None:
     """The softmax layer's predicted relative first-moment shift against its limit law.
 
-    ``b`` from :func:`gelib.tables.first_moment_bias`: the exact expected relative shift
+    ``b`` from :func:`gelib.moment_checks.first_moment_bias`: the exact expected relative shift
     ``E m_1(MHA) / m_1(law) - 1`` of the mean eigenvalue of ``Y Y^T / n`` at the layer's
-    ``n`` and ``d_K`` (:func:`gelib.shifts.mha_shift_exact`; the finite-size chapter's
+    ``n`` and ``d_K`` (:func:`gelib.models.mha_shift_exact`; the finite-size chapter's
     ``b(n, d_K)`` is its leading order). Exact, so nothing is added for neglected orders.
     ``None`` for a tied layer (``tie_kv``), for which no first-moment prediction is derived.
     """
@@ -288,9 +288,9 @@ class MarkerTable:
         panel: str,
         label: str,
         n: int,
-        ge: float,
+        ge: float | np.ndarray,
         per_seed,
-        predicted: float | None = None,
+        predicted: float | np.ndarray | None = None,
         asserted: bool = False,
     ) -> Summary:
         """Record a marker: GE value ``ge``, per-seed values ``per_seed``, its prediction; returns their summary."""

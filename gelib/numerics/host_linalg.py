@@ -24,7 +24,7 @@ matrix-vector products.
 Only the lower triangle of each Gram matrix is filled: LAPACK's symmetric
 eigensolvers (and :func:`gelib.spectra.eigvals`) read no other. The result
 is the same matrix as the device path's up to rounding (tested in
-``tests/test_hostblas.py``); the laws are those of
+``tests/test_numerics_host_linalg.py``); the laws are those of
 :func:`gelib.spectra.reduced_output_grams`.
 """
 
@@ -47,7 +47,8 @@ TWO_STAGE_MIN_N = 3072
 
 def available() -> bool:
     """Whether the output stage runs here: JAX on its CPU backend with float64 enabled."""
-    return jax.default_backend() == "cpu" and bool(jax.config.jax_enable_x64)
+    # jax.config's options are attributes set at run time, which its stub does not list
+    return jax.default_backend() == "cpu" and bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
 
 
 def triangular_factor(u: np.ndarray) -> np.ndarray:

@@ -13,8 +13,9 @@ import pytest
 import scipy.integrate
 import scipy.stats
 
-from gelib import AttentionConfig, ConfigError, rates
+from gelib import AttentionConfig, ConfigError, sweeps
 from gelib import models as M
+from gelib import spectra as S
 from gelib.sampling import sample_fast
 
 # Sizes all different so that a swapped axis fails; GQA so that the grouping matters.
@@ -187,7 +188,7 @@ def test_conditional_covariances_first_copy_and_convergence_to_sigma_g():
     np.testing.assert_allclose(est[0], np.einsum("mno,mnp->mop", y, y) / cfg.n, rtol=1e-12)
     # 64 n rows: both converge to Sigma_G with the error of a Gaussian sample covariance
     sigma_g = np.asarray(M.sigma(M.kernel_g, draw, cfg))
-    expected = rates.sample_covariance_error(sigma_g, 64 * cfg.n)
+    expected = sweeps.sample_covariance_error(sigma_g, 64 * cfg.n)
     for j in range(2):
         ratio = np.linalg.norm(est[1, j] - sigma_g) / np.linalg.norm(sigma_g) / expected
         assert 0.6 < ratio < 1.4, ratio
@@ -200,7 +201,7 @@ def test_step_distances_of_rescaled_spectra():
     a = np.sort(rng.exponential(size=(5, 40)), axis=-1)
     spectra_ = {"a": a, "b": 1.1 * a, "c": 1.21 * a}
     steps = [("a", "b"), ("b", "c"), ("a", "c")]
-    step_w1, step_ks, raw_w1, shift = M.step_distances(spectra_, steps)
+    step_w1, step_ks, raw_w1, shift = S.step_distances(spectra_, steps)
     # b = 1.1 a: rel. W1 = 0.1 / 1.1 of b's mean, the mean moves by 10 %
     assert step_w1[("a", "b")].mean == pytest.approx(100 * 0.1 / 1.1, rel=1e-12)
     assert step_w1[("a", "b")].count == 5

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from gelib.models import centering_norm2
-from gelib.shifts import (
+from gelib.models import (
     centering_log_norm,
+    centering_norm2,
     centering_shift_exact,
     denominator_shift,
     denominator_shift_exact,

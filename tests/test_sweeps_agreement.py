@@ -1,10 +1,10 @@
-"""gelib.rates.agree_at_every_size: a joint (Bonferroni) Student-t check over the sizes of a sweep."""
+"""gelib.sweeps.agree_at_every_size: a joint (Bonferroni) Student-t check over the sizes of a sweep."""
 
 import numpy as np
 import pytest
 import scipy.stats
 
-from gelib.rates import agree_at_every_size
+from gelib.sweeps import agree_at_every_size
 
 
 def test_agreement_threshold_and_z():

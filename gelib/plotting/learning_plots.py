@@ -2,7 +2,7 @@
 
 One function per figure, each taking the curves (limit law) and the markers
 (softmax layers) the chapter computed with :mod:`gelib.learning` and
-:mod:`gelib.markers`, and returning the matplotlib figure.
+:mod:`gelib.learning_markers`, and returning the matplotlib figure.
 
 The curves are the limit law at Table D.3's dimensions. Markers simulated
 at shrunk dimensions (a factor ``s < 1``, :func:`gelib.learning.shrink`) come
@@ -15,6 +15,7 @@ same ``h d_V / n`` sits.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -22,12 +23,18 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from .config import AttentionConfig
-from .learning import Crossing, PathPoint
-from .plotting import COLORS, ge_and_mha, log2_axis, tex_sci
-from .spectra import Summary
+from ..attention_law import chain
+from ..config import AttentionConfig
+from ..learning import Crossing, PathPoint
+from ..spectra import Summary
+from .law_plots import density_curves
+from .style import COLORS, log2_axis, tex_sci
 
 __all__ = [
+    "allocation_figure",
+    "ge_and_mha",
+    "OWN_STYLE",
+    "OWN_LABEL",
     "own_curve",
     "sharing_across_figure",
     "sharing_within_figure",
@@ -40,6 +47,82 @@ __all__ = [
 ]
 
 
+def allocation_figure(splits: Sequence[AttentionConfig], outputs: Sequence[AttentionConfig]) -> Figure:
+    """How the head allocation and the output width enter the limit law: four :func:`density_curves` panels.
+
+    Parameters
+    ----------
+    splits
+        Layers that split one total value width ``h d_V`` into heads: the top
+        panels show their value laws ``mu_V`` (linear axis) and output laws
+        (log axis), labelled by ``h`` and ``d_V``.
+    outputs
+        Layers that differ in the output width ``d_O`` (at ``h = 4`` in the
+        titles): the bottom panels show their laws ``mu_VO`` and output laws
+        (log axes), labelled by ``d_O / n``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The 2 x 2 figure. The laws are :func:`gelib.attention_law.chain`'s.
+    """
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4))
+    split_chains = [chain(c) for c in splits]
+    output_chains = [chain(c) for c in outputs]
+    split_labels = [f"h = {c.h}, $d_V$ = n/{c.n // c.d_v}" for c in splits]
+    out_labels = [f"$d_O$ = {o.d_o / o.n:g} n" for o in outputs]
+    panels = (
+        (axes[0, 0], [c.value for c in split_chains], split_labels, r"$\mu_V$ at fixed $h d_V = n$", False),
+        (axes[0, 1], [c.output for c in split_chains], split_labels, "output law at fixed $h d_V = n$", True),
+        (axes[1, 0], [c.output_covariance for c in output_chains], out_labels, r"$\mu_{VO}$, $h = 4$", True),
+        (axes[1, 1], [c.output for c in output_chains], out_labels, "output law, $h = 4$", True),
+    )
+    for ax, laws, labels, title, log in panels:
+        density_curves(ax, laws, labels, title, log=log)
+    fig.tight_layout()
+    return fig
+
+
+def ge_and_mha(
+    ax: Axes,
+    x: ArrayLike,
+    curve: ArrayLike,
+    marks: Sequence[tuple[float, Summary]] = (),
+    *,
+    color: str,
+    label: str | None = None,
+    mark_label: str | None = None,
+    offset: float = 1.0,
+    ms: float = 4,
+    **curve_kw: Any,
+) -> Axes:
+    """A GE curve and its softmax markers, in one colour.
+
+    ``curve`` (shape ``(k,)``, as ``x``) is drawn as a line, with a gap at
+    infinite values (a divergence); ``marks`` is a sequence of
+    ``(x, summary)`` pairs (:class:`gelib.spectra.Summary`), drawn as open
+    circles with their 95 % interval, at ``x * offset`` (to separate two
+    series on a logarithmic axis). Extra keywords go to the line. Returns ``ax``.
+    """
+    y = np.asarray(curve, dtype=float)
+    kw = dict(lw=1.6) | curve_kw
+    ax.plot(x, np.where(np.isfinite(y), y, np.nan), "-", color=color, label=label, **kw)
+    if len(marks):
+        xs, ss = zip(*marks)
+        ax.errorbar(
+            np.asarray(xs, dtype=float) * offset,
+            [s.mean for s in ss],
+            yerr=[s.ci95 for s in ss],
+            fmt="o",
+            ms=ms,
+            capsize=2,
+            color=color,
+            mfc="white",
+            label=mark_label,
+        )
+    return ax
+
+
 def _times_n(x: float) -> str:
     """``2 -> '2n'``, ``0.5 -> 'n/2'``, ``1 -> 'n'``: a width as a multiple of ``n``, for labels."""
     if x == 1:
@@ -48,7 +131,7 @@ def _times_n(x: float) -> str:
 
 
 #: The style of the limit law at the markers' own (shrunk) dimensions.
-OWN_STYLE = dict(ls=(0, (4, 2)), lw=1.0, alpha=0.9)
+OWN_STYLE: dict[str, Any] = dict(ls=(0, (4, 2)), lw=1.0, alpha=0.9)
 OWN_LABEL = "dashed: GE at the markers' dimensions"
 
 
@@ -154,6 +237,7 @@ def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks
     heads = [c.h for c in layers]
     ylabels = {"raw": "arrival time (raw)", "scaled": "arrival time × $m_1$ (scaled)"}
     fig, axes = plt.subplots(1, len(curves), figsize=(11, 4.2), squeeze=False)
+    c: str | AttentionConfig  # a colour in the loop, then the first layer
     for ax, unit in zip(axes[0], curves):
         for c, name in zip(COLORS, curves[unit]):
             ge_and_mha(
@@ -183,7 +267,7 @@ def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks
 
 def loss_figure(
     layers: Sequence[AttentionConfig],
-    t: ArrayLike,
+    t: Sequence[float] | np.ndarray,
     curves: dict,
     marks: dict,
     note: str,
@@ -226,12 +310,12 @@ def loss_figure(
     return fig
 
 
-def width_boundaries(ax: Axes, n: int, hs: ArrayLike, d_v: int = 64, label: bool = True) -> None:
+def width_boundaries(ax: Axes, n: int, hs: Sequence[float] | np.ndarray, d_v: int = 64, label: bool = True) -> None:
     """The dotted width boundaries ``d_O = n``, ``h d_V = n`` and ``h d_V = d_O`` on an ``(h, d_O / n)`` map.
 
     ``hs``: the head counts of the map, 1-D and increasing (the diagonal spans them).
     """
-    kw = dict(color="black", ls=":", lw=1.1)
+    kw: dict[str, Any] = dict(color="black", ls=":", lw=1.1)
     ax.axhline(1.0, **kw)
     ax.axvline(n / d_v, **kw)
     hh = np.linspace(hs[0] - 0.5, hs[-1] + 0.5, 50)

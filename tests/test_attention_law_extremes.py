@@ -14,9 +14,9 @@ import pytest
 import scipy.integrate
 
 from gelib import AttentionConfig
+from gelib.attention_law import output_covariance_law, output_law, value_law
 from gelib.freeprob import ConvergenceError, Law, LawError, compress, marchenko_pastur, scale
 from gelib.freeprob.support import support_components
-from gelib.law import output_covariance_law, output_law, value_law
 
 SMALL = dict(n=64, d=64, h=4, d_k=16)
 TOP = AttentionConfig(**SMALL).beta_max  # the largest beta the configuration accepts here

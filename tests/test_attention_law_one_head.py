@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gelib import AttentionConfig
-from gelib.law import attention_law
+from gelib.attention_law import attention_law
 
 
 def test_moments_against_the_gaussian_equivalent_simulated():

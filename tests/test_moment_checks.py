@@ -1,5 +1,4 @@
-"""The tables: the finite-size table (shrinking keeps the limit law, rows and their z-scores,
-formatting) and the limit-law chapter's (W1 per level of the chain, moments against the law)."""
+"""The limit law against simulation (gelib.moment_checks): W1 per level of the chain, moments against the law."""
 
 import math
 
@@ -7,143 +6,10 @@ import numpy as np
 import pytest
 
 from gelib import PRESETS, AttentionConfig
+from gelib.attention_law import LEVEL_TITLES, LEVELS
 from gelib.freeprob import affine, marchenko_pastur
-from gelib.law import output_law
-from gelib.levels import LEVELS
-from gelib.presets import TABLE2
-from gelib.spectra import Comparison, ks, mean_shift, rel_w1, seed_flops, summarize
-from gelib.tables import (
-    HEADER,
-    LEVEL_TITLES,
-    empirical_moments,
-    level_sizes,
-    level_w1_table,
-    markdown_table,
-    mean_shifts,
-    row_seeds,
-    shrink,
-    table_row,
-)
-
-
-@pytest.mark.parametrize("name", ["bert-base", "llada-8b", "falcon-7b", "gpt3-175b"])
-def test_shrink_keeps_the_limit_law(name):
-    p = PRESETS[name]
-    cfg, s = shrink(p, 256, 16)
-    assert s > 1 and (cfg.n, cfg.d, cfg.d_k) == (p.n // s, p.d // s, p.d_k // s)
-    assert (cfg.h, cfg.h_kv, cfg.d_v, cfg.d_o) == (p.h, p.h_kv, cfg.d_k, cfg.d)
-    # the law depends on the ratios only: the shrunk row has the model's limit law
-    assert output_law(cfg) == output_law(p.config())
-
-
-def test_shrink_rules():
-    # n = 2048, d_K = 64: n_max 256 needs s = 8 (d_K = 8); dk_min = 16 stops it at s = 4
-    assert shrink(PRESETS["falcon-7b"], 256, 16)[1] == 4
-    assert shrink(PRESETS["falcon-7b"], 256, 8)[1] == 8
-    assert shrink(PRESETS["bert-base"], 256, 16)[1] == 2  # 512 -> 256
-    assert shrink(PRESETS["dinov3-l16"], 128, 16)[1] == 1  # n = 261 is odd
-    assert shrink(PRESETS["gpt3-175b"], None, 16) == (PRESETS["gpt3-175b"].config(), 1)
-    assert shrink(PRESETS["bert-base"], 10**6, 16)[1] == 1
-
-
-def _comparison(cfg, mha, yg):
-    mha, yg = np.asarray(mha, float), np.asarray(yg, float)
-    return Comparison(cfg, ("mha", "yg"), {"mha": mha, "yg": yg}, rel_w1(mha, yg), ks(mha, yg))
-
-
-def test_mean_shifts_and_the_w1_lower_bound():
-    rng = np.random.default_rng(0)
-    yg = np.sort(rng.exponential(size=(5, 200)), axis=1)
-    scales = np.array([1.0, 1.1, 0.9, 1.3, 1.02])
-    res = _comparison(PRESETS["bert-base"].config(), yg * scales[:, None], yg)
-    np.testing.assert_allclose(mean_shifts(res), scales - 1, rtol=1e-12, atol=1e-14)
-    # a pure rescaling attains W1 = |difference of the means| exactly
-    np.testing.assert_allclose(res.rel_w1, np.abs(scales - 1), rtol=1e-12, atol=1e-14)
-
-
-def test_row_z_and_prediction():
-    p = PRESETS["dinov3-l16"]
-    cfg = p.config()
-    rng = np.random.default_rng(1)
-    yg = np.sort(rng.exponential(size=(4, cfg.n)), axis=1)
-    factors = np.array([1.02, 1.03, 1.04, 1.03])  # relative W1 2, 3, 4, 3 %
-    row = table_row(p.name, cfg, 1, _comparison(cfg, yg * factors[:, None], yg))
-    rel = summarize(100 * (factors - 1))
-    assert row.rel.mean == pytest.approx(rel.mean, rel=1e-9)
-    pm, pc = p.paper_rel_w1
-    assert row.z == pytest.approx((rel.mean - pm) / math.sqrt(rel.ci95**2 + pc**2), rel=1e-9)
-    ks = summarize(row.res.ks)  # Table D.2's second column, the KS distance
-    km, kc = p.paper_ks
-    assert row.z_ks == pytest.approx((ks.mean - km) / math.sqrt(ks.ci95**2 + kc**2), rel=1e-9)
-    assert row.shift_pred == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), rel=1e-12)
-    from gelib.shifts import mha_shift_exact
-
-    assert row.shift_exact == pytest.approx(100 * mha_shift_exact(cfg.n, cfg.d_k), rel=1e-12)
-    assert f"({row.shift_exact:+.2f})" in markdown_table([row])
-    assert row.shift.mean == pytest.approx(100 * (factors.mean() - 1), rel=1e-9)
-    # a shrunk row of the paper and a row the paper does not have get no z
-    assert table_row(p.name, cfg, 2, row.res).z is None
-    assert table_row(p.name, cfg, 2, row.res).z_ks is None
-    assert table_row("vit-b16", cfg, 1, row.res).z is None
-    assert table_row("vit-b16", cfg, 1, row.res).z_ks is None
-
-
-def test_paper_columns():
-    """Both columns of Table D.2 for its six rows, none for the others."""
-    assert len(TABLE2) == 6
-    for name, p in PRESETS.items():
-        assert (p.paper_rel_w1 is None) == (p.paper_ks is None) == (name not in TABLE2)
-    assert PRESETS["bert-base"].paper_ks == (0.0109, 0.0010)
-
-
-def test_row_seeds():
-    """Fewer seeds exactly for the layers whose seed costs more than the limit."""
-    small, big = PRESETS["bert-base"].config(), PRESETS["gpt3-175b"].config()
-    assert seed_flops(small)["total"] < 1e10 < 5e11 < seed_flops(big)["total"]
-    assert row_seeds(small, 10, 3, 100) == 10 and row_seeds(big, 10, 3, 100) == 3
-    # the limit sits exactly at the flops of one seed
-    limit = seed_flops(big)["total"] / 1e9
-    assert row_seeds(big, 10, 3, limit) == 10 and row_seeds(big, 10, 3, 0.999 * limit) == 3
-    with pytest.raises(ValueError, match="fewest"):
-        row_seeds(small, 10, 1, 100)
-
-
-def test_seed_flops_counts_scores_by_hand():
-    """The attention part of one seed against a hand count on a small layer."""
-    c = AttentionConfig(n=8, d=16, h=2, h_kv=1, d_k=4, d_v=3, d_o=16)
-    f = seed_flops(c)
-    hand = 2 * 2 * 8 * 8 * (4 + 3) + 2 * 2 * 8 * 4 * 3 + 2 * 1 * 8 * 4 * 3 + 2 * 2 * 8 * 3 * 3
-    assert f["attention"] == hand and f["eig"] == 2 * 4 * 8**3 / 3
-    assert f["total"] == pytest.approx(f["attention"] + f["output"] + f["eig"])
-    # the softmax layer alone (the learning chapters' markers): its scores and A V, one output, one eigensolve
-    one = seed_flops(c, ("mha",))
-    assert one["attention"] == 2 * 2 * 8 * 8 * (4 + 3) and one["eig"] == 4 * 8**3 / 3
-    # d_O = 16 >= 1.5 h d_V = 9: Bartlett's route, U L (8 x 6 x 6) and the Gram matrix (8 x 8 x 6)
-    assert one["output"] == 2 * 8 * 6 * 6 + 2 * 8 * 8 * 6
-    with pytest.raises(ValueError, match="counts the models"):
-        seed_flops(c, ("yf",))
-
-
-def test_markdown_table():
-    cfg = PRESETS["bert-base"].config()
-    yg = np.ones((3, cfg.n)) + np.linspace(0, 1, cfg.n)
-    rows = [
-        table_row("bert-base", cfg, 1, _comparison(cfg, 1.01 * yg, yg)),
-        table_row("bert-base", cfg, 2, _comparison(cfg, 1.01 * yg, yg)),
-        table_row("vit-b16", cfg, 1, _comparison(cfg, 1.01 * yg, yg)),
-    ]
-    lines = markdown_table(rows).splitlines()
-    assert len(lines) == 2 + len(rows)
-    assert all(line.count("|") == len(HEADER) + 1 for line in lines)
-    cells = [c.strip() for c in lines[2].split("|")[1:-1]]
-    assert cells[0] == "BERT-base" and cells[6] == "exact" and cells[8] == "1.00 ± 0.00"
-    assert cells[-4] == "1.66 ± 0.23" and cells[-3].startswith("-")
-    assert cells[-2] == "0.0109 ± 0.0010" and cells[-1].startswith(("-", "+"))
-    assert lines[3].split("|")[7].strip() == "÷2" and lines[3].rstrip("| ").endswith("n/a (shrunk)")
-    assert lines[4].rstrip("| ").endswith("—")
-
-
-# --- the limit-law chapter's tables ---
+from gelib.moment_checks import empirical_moments, level_sizes, level_w1_table
+from gelib.spectra import summarize
 
 P, N = 400, 160  # X X^T / N with X of size P x N: Marchenko-Pastur with ratio 2.5, an atom 0.6 at 0
 
@@ -168,6 +34,23 @@ def _w1_by_grid(eigs, cdf, hi):
 def wishart():
     x = np.random.default_rng(0).standard_normal((P, N))
     return np.linalg.eigvalsh(x @ x.T / N)
+
+
+def _spd_spectra(rng, seeds, n):
+    """Eigenvalues (ascending) and the matrices of ``seeds`` random ``n x n`` Wishart matrices."""
+    x = rng.standard_normal((seeds, n, n + 3))
+    mats = x @ np.swapaxes(x, 1, 2) / (n + 3)
+    return np.linalg.eigvalsh(mats), mats
+
+
+def _uniform_spectra(rng, ns, seeds, drift, scale=1.0):
+    """Midpoint quantiles of U(0, 1) (moments 1/(k+1), discretisation error O(n^-2)), every seed
+    scaled by scale * exp((drift + 0.3 xi) / n): relative errors ~ k (drift + 0.3 xi) / n when scale = 1."""
+    out = {}
+    for n in ns:
+        base = (np.arange(n) + 0.5) / n
+        out[n] = np.exp((drift + 0.3 * rng.standard_normal((seeds, 1))) / n) * scale * base[None, :]
+    return out
 
 
 def test_level_sizes():
@@ -219,70 +102,9 @@ def test_empirical_moments_against_a_loop():
     assert got.shape == (4, 3)
 
 
-def test_shift_budget_measures_each_step_and_the_total():
-    """Spectra that are exact rescalings of one another: each step measures its factor."""
-    from gelib.models import sigma_mean_ratio
-    from gelib.shifts import STEPS, step_shifts
-    from gelib.tables import budget_markdown, shift_budget
-
-    cfg = PRESETS["bert-base"].config(n=256, d=384, d_k=32)
-    rng = np.random.default_rng(3)
-    base = rng.exponential(size=(4, cfg.n))
-    factors = {"yg": 1.0, "yg_sigma_g": 1.01, "yg_sigma_f": 1.05, "yf_ring": 1.05, "yf": 1.06, "mha": 0.98}
-    rows = shift_budget({m: f * base for m, f in factors.items()}, cfg)
-    assert [r.step for r in rows] == [s[0] for s in STEPS] + ["total"]
-    for r in rows:
-        assert r.measured.mean == pytest.approx(100 * (factors[r.earlier] / factors[r.later] - 1), rel=1e-9)
-        assert r.measured.ci95 == pytest.approx(0, abs=1e-9)
-    from gelib.shifts import centering_shift_exact, denominator_shift_exact, mha_shift_exact
-
-    # the exact expectation of every step; the steps multiply to the whole chain's exact shift,
-    # computed by other formulas (the softmax row's integral over e^{beta^2} - 1)
-    pred = step_shifts(cfg.n, cfg.d_k)
-    cov = sigma_mean_ratio(cfg.d_k, 1.0) - 1
-    assert rows[0].predicted == pytest.approx(100 * denominator_shift_exact(cfg.n, cfg.d_k), rel=1e-12)
-    assert rows[1].predicted == pytest.approx(100 * centering_shift_exact(cfg.d_k), rel=1e-12)
-    assert rows[3].step == "covariance" and rows[3].predicted == pytest.approx(100 * cov, rel=1e-12)
-    assert rows[2].predicted == rows[4].predicted == 0
-    assert cov == pytest.approx(pred["covariance"], rel=8 / cfg.d_k)  # the leading order of the same
-    assert rows[-1].predicted == pytest.approx(100 * mha_shift_exact(cfg.n, cfg.d_k), rel=1e-9)
-    assert rows[2].agrees is True  # 0 % measured, 0 % predicted for the Gaussian rows
-    assert rows[4].agrees is False  # the same: a measured 1 % where 0 is predicted does not agree
-    table = budget_markdown(rows).splitlines()
-    assert len(table) == 2 + len(rows) and "denominator" in table[2]
-
-
-def test_step_shift_one_step_one_seed_and_bad_names():
-    """One step alone equals its row of the budget; one spectrum is one seed; a wrong name is refused."""
-    from gelib.tables import shift_budget, step_shift
-
-    cfg = PRESETS["bert-base"].config(n=128, d=192, d_k=16)
-    ev = np.random.default_rng(5).exponential(size=(3, cfg.n))
-    spectra = {m: f * ev for m, f in {"mha": 0.9, "yf": 1.0, "yf_ring": 1.0, "yg_sigma_f": 1.0}.items()}
-    spectra |= {"yg_sigma_g": ev, "yg": ev}
-    row = step_shift("denominator", spectra["mha"], spectra["yf"], cfg)
-    assert row == shift_budget(spectra, cfg)[0]
-    assert (row.earlier, row.later) == ("mha", "yf") and row.measured.mean == pytest.approx(-10.0, rel=1e-9)
-    one = step_shift("denominator", 0.9 * ev[0], ev[0], cfg)
-    assert one.measured.mean == pytest.approx(-10.0, rel=1e-9)
-    assert "denominator: measured -10.00" in str(one) and f"predicted {row.predicted:+.2f} %" in str(one)
-    with pytest.raises(ValueError, match="unknown step 'softmax'"):
-        step_shift("softmax", ev, ev, cfg)
-
-
-# --- every step preserves the moments: the moment sweep ---
-
-
-def _spd_spectra(rng, seeds, n):
-    """Eigenvalues (ascending) and the matrices of ``seeds`` random ``n x n`` Wishart matrices."""
-    x = rng.standard_normal((seeds, n, n + 3))
-    mats = x @ np.swapaxes(x, 1, 2) / (n + 3)
-    return np.linalg.eigvalsh(mats), mats
-
-
 def test_chain_moments_against_traces_of_matrix_powers():
     """m_j of each seed is tr(M^j) / n of its matrix; the log-ratio of a step, the log of the traces' ratio."""
-    from gelib.tables import chain_moments
+    from gelib.moment_checks import chain_moments
 
     rng = np.random.default_rng(11)
     ns, seeds, steps = (7, 13), 5, (("one", "a", "b"), ("two", "b", "c"))
@@ -308,7 +130,7 @@ def test_chain_moments_against_traces_of_matrix_powers():
 def test_chain_moments_identical_models_and_a_known_rate():
     """Identical models: every difference is exactly zero (no fit). b = a exp(c / n): the log-ratio
     of m_j is exactly -j c / n, so the fitted slope of its absolute value is -1 with a zero interval."""
-    from gelib.tables import chain_moments, moment_steps_markdown
+    from gelib.moment_checks import chain_moments, moment_steps_markdown
 
     rng = np.random.default_rng(12)
     ns, c = (16, 32, 64, 128), 3.0
@@ -342,8 +164,9 @@ def test_moment_sweep_draws_and_the_covariance_step_closed_form():
 
     import gelib.keys
     from gelib.models import sigma_mean_ratio
+    from gelib.moment_checks import moment_sweep
+    from gelib.plotting import plot_moment_rates
     from gelib.spectra import model_spectra
-    from gelib.tables import moment_sweep, plot_moment_rates
 
     cfg = AttentionConfig(n=48, d=64, h=3, d_k=24, d_v=20, d_o=56)
     steps, seeds, key = (("covariance", "yg_sigma_f", "yg_sigma_g"),), 12, gelib.keys.stream(0, "moment-test")
@@ -366,7 +189,7 @@ def test_moment_sweep_draws_and_the_covariance_step_closed_form():
 def test_moment_sweep_failures_allowance_and_slopes():
     """A difference ~ 1/n passes both checks; one that stays put fails both; the targets of the
     rate check come from the exact first-moment shifts; slopes() names every fit."""
-    from gelib.tables import chain_moments
+    from gelib.moment_checks import chain_moments
 
     cfg = PRESETS["bert-base"].config().at_length(256)
     rng = np.random.default_rng(13)
@@ -409,9 +232,9 @@ def test_first_moment_bias_against_monte_carlo():
     models have no prediction."""
     import jax
 
-    from gelib.shifts import mha_shift_exact
+    from gelib.models import mha_shift_exact
+    from gelib.moment_checks import first_moment_bias
     from gelib.spectra import model_spectra
-    from gelib.tables import first_moment_bias
 
     cfg = AttentionConfig(n=12, d=20, h=2, d_k=5, d_v=3, d_o=20, beta=1.1)
     assert first_moment_bias("yg", cfg) == 0.0
@@ -427,20 +250,10 @@ def test_first_moment_bias_against_monte_carlo():
         first_moment_bias("yg", cfg.replace(d_v=5, tie_kv=True))
 
 
-def _uniform_spectra(rng, ns, seeds, drift, scale=1.0):
-    """Midpoint quantiles of U(0, 1) (moments 1/(k+1), discretisation error O(n^-2)), every seed
-    scaled by scale * exp((drift + 0.3 xi) / n): relative errors ~ k (drift + 0.3 xi) / n when scale = 1."""
-    out = {}
-    for n in ns:
-        base = (np.arange(n) + 0.5) / n
-        out[n] = np.exp((drift + 0.3 * rng.standard_normal((seeds, 1))) / n) * scale * base[None, :]
-    return out
-
-
 def test_moment_checks_errors_fits_and_failures():
-    from gelib.rates import fit_power_law
-    from gelib.shifts import mha_shift_exact
-    from gelib.tables import moment_checks, moment_checks_markdown
+    from gelib.models import mha_shift_exact
+    from gelib.moment_checks import moment_checks, moment_checks_markdown
+    from gelib.numerics import fit_power_law
 
     rng = np.random.default_rng(17)
     ns, seeds = (64, 128, 256, 512), 5

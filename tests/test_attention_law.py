@@ -1,4 +1,4 @@
-"""The limit law (gelib.law, gelib.freeprob) against independent references:
+"""The limit law (gelib.attention_law, gelib.freeprob) against independent references:
 closed forms, known moment formulas, quadrature of the density, and
 simulation of the Gaussian-equivalent model."""
 
@@ -14,6 +14,7 @@ import scipy.stats
 import gelib.freeprob.solver as solver
 from bookrun.cli import main
 from gelib import AttentionConfig, preset_config
+from gelib.attention_law import chain, output_covariance_law, output_law, value_law
 from gelib.freeprob import (
     ConvergenceError,
     affine,
@@ -25,7 +26,6 @@ from gelib.freeprob import (
     scale,
     w1_to_law,
 )
-from gelib.law import chain, output_covariance_law, output_law, value_law
 
 BERT = preset_config("bert-base")
 TIED = AttentionConfig(n=60, d=60, h=3, d_k=20, d_o=42, beta=0.8, tie_kv=True)

@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import gelib.models.controls
 from gelib import AttentionConfig, ConfigError
 from gelib import models as M
+from gelib.models.construction import _psd_sqrt
 from gelib.sampling import Draw, sample_fast
 
 # Sizes all different so that a swapped axis fails.
@@ -199,9 +201,7 @@ def test_the_sigma_models_share_their_gaussian_rows():
             [
                 np.asarray(u[r])
                 @ np.linalg.inv(
-                    np.asarray(
-                        M._psd_sqrt(draw.v[r // 2].T @ kernel(draw.k[r // 2], CFG.beta) @ draw.v[r // 2] / CFG.n)
-                    )
+                    np.asarray(_psd_sqrt(draw.v[r // 2].T @ kernel(draw.k[r // 2], CFG.beta) @ draw.v[r // 2] / CFG.n))
                 )
                 for r in range(CFG.h)
             ]
@@ -289,7 +289,7 @@ def test_sketched_rank_decides_rank_at_most():
 def test_denominator_norms_fall_back_to_the_svd_when_lanczos_has_not_converged(monkeypatch):
     cfg = AttentionConfig(n=41, d=50, h=2, d_k=5, d_v=6, d_o=30)  # a shape no other test compiles
     draw = sample_fast(jax.random.key(8), cfg)
-    monkeypatch.setattr(M, "_LANCZOS_STEPS", 2)
+    monkeypatch.setattr(gelib.models.controls, "_LANCZOS_STEPS", 2)
     t = M.denominator_terms(draw, cfg)
     for r in range(cfg.h):
         mid, _ = _numpy_denominator_head(np.asarray(draw.q[r]), np.asarray(draw.k[r]), cfg.beta)

@@ -173,7 +173,7 @@ def mha_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> f
 
     ``E m_MHA / E m_G - 1``: the mean row energy of ``sqrt(n) A^perp``
     (:func:`denominator_shift_exact`'s integral) over that of ``Y^G``, which is exactly
-    ``e^{beta^2} - 1`` at every size (:func:`gelib.tables.first_moment_bias`). Both means
+    ``e^{beta^2} - 1`` at every size (:func:`gelib.moment_checks.first_moment_bias`). Both means
     carry the same factor ``d_O / n`` from ``V`` and ``W^O``, whatever the head sharing, so
     this is the whole chain's shift that :func:`gelib.spectra.mean_shift` gives to first
     order. Every order is in it; the remaining difference between a measured mean of

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from gelib.shifts import STEPS, denominator_shift, step_shifts
+from gelib.models import STEPS, denominator_shift, step_shifts
 from gelib.spectra import mean_shift
 
 

@@ -1,30 +1,8 @@
-"""The finite-size table (the paper's Table 2 / D.2): rows, shrinking and formatting.
+"""The limit law against simulation: the levels of the chain and the first moments.
 
-Each row of the table compares the spectra of the original softmax layer
-(MHA) and of its Gaussian equivalent ``Y^G`` at the attention dimensions of
-one public model (a :class:`~gelib.presets.Preset`), over seeds, with the
-same draws for both models (:func:`gelib.spectra.compare`). A row records
-
-* the relative W1 and the KS distance between the two spectra (per cent for
-  W1; mean and 95 % Student-t half-width over seeds);
-* the first-moment shift ``mean(mu_MHA) / mean(mu_GE) - 1`` per seed and its
-  leading-order prediction ``b(n, d_K)`` (:func:`gelib.spectra.mean_shift`);
-* where the row runs at the model's exact dimensions and the paper has a
-  value, the difference from the paper in units of the combined uncertainty,
-  ``z = (ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``, for the relative W1
-  and for the KS distance (Table D.2's second column).
-
-Big rows get fewer seeds (:func:`row_seeds`, by the flops of one seed,
-:func:`gelib.spectra.seed_flops`), so that the exact table fits a CPU.
-
-Rows too large for a CPU are *shrunk* along the proportional regime
-(:func:`shrink`): ``n``, ``d`` and ``d_K = d_V`` divided by the same power of
-two, ``h`` and ``h_KV`` kept, which keeps every ratio of the dimensions and
-so the limit law.
-
-The limit-law chapter's tables are here too: :func:`level_w1_table`, the W1
+:func:`level_w1_table` is the W1
 distance from the eigenvalues of every level of the chain of compressions
-(:func:`gelib.levels.level_spectra`) to that level's law, split into the shift of
+(:func:`gelib.attention_law.level_spectra`) to that level's law, split into the shift of
 the mean and the shape part; and :func:`moment_checks`, the first moments of simulated
 spectra against the exact moments of the limit law over a sweep of ``n``: the
 first moment against its predicted finite-size bias (:func:`first_moment_bias`)
@@ -49,29 +27,16 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .attention_law import LEVEL_TITLES
 from .config import AttentionConfig
+from .finite_size import step_predictions
 from .freeprob import Law, ToLaw, shape_to_law
 from .keys import stream
-from .models import sigma_mean_ratio
-from .presets import PRESETS, Preset
-from .rates import PowerFit, fit_power_law
-from .shifts import STEPS, centering_shift_exact, denominator_shift_exact, mha_shift_exact
-from .spectra import Comparison, Summary, mean_shift, model_spectra, seed_flops, summarize
+from .models import STEPS, mha_shift_exact
+from .numerics import PowerFit, fit_power_law
+from .spectra import Summary, model_spectra, summarize
 
 __all__ = [
-    "shrink",
-    "row_seeds",
-    "mean_shifts",
-    "TableRow",
-    "table_row",
-    "markdown_table",
-    "HEADER",
-    "BudgetRow",
-    "step_predictions",
-    "step_shift",
-    "shift_budget",
-    "budget_markdown",
-    "LEVEL_TITLES",
     "level_sizes",
     "level_w1_table",
     "empirical_moments",
@@ -79,284 +44,11 @@ __all__ = [
     "chain_moments",
     "moment_sweep",
     "moment_steps_markdown",
-    "plot_moment_rates",
     "first_moment_bias",
     "MomentCheck",
     "moment_checks",
     "moment_checks_markdown",
 ]
-
-HEADER: tuple[str, ...] = (
-    "model",
-    "sharing",
-    "n",
-    "d",
-    "h/h_KV",
-    "d_K",
-    "dims",
-    "seeds",
-    "rel. W1 (%)",
-    "KS",
-    "mean shift (%) (pred.)",
-    "paper rel. W1 (%)",
-    "z (W1)",
-    "paper KS",
-    "z (KS)",
-)
-"""The columns of :func:`markdown_table`."""
-
-
-def shrink(preset: Preset, n_max: int | None, dk_min: int) -> tuple[AttentionConfig, int]:
-    """The preset's layer with ``n``, ``d`` and ``d_K`` divided by a power of two ``s``.
-
-    ``s`` is the smallest power of two with ``n / s <= n_max``, except that it
-    stops before ``d_K / s`` falls below ``dk_min`` and where ``n``, ``d`` or
-    ``d_K`` is not divisible by ``2 s``; ``n_max = None`` keeps the exact
-    dimensions. ``h``, ``h_KV``, ``beta = 1``, ``d_V = d_K`` and ``d_O = d`` are
-    the preset's, so every ratio (``d_K/n``, ``d_V/n``, ``h d_V/d_O``,
-    ``d_O/n``), hence the limit law, is unchanged. Returns ``(layer, s)``.
-    """
-    s = 1
-    if n_max is not None:
-        while (
-            preset.n / s > n_max
-            and preset.d_k // (2 * s) >= dk_min
-            and all(x % (2 * s) == 0 for x in (preset.n, preset.d, preset.d_k))
-        ):
-            s *= 2
-    return preset.config(n=preset.n // s, d=preset.d // s, d_k=preset.d_k // s), s
-
-
-def row_seeds(cfg: AttentionConfig, seeds: int, fewest: int, gflop: float) -> int:
-    """Seeds for a row: ``seeds`` where one seed of the layer costs at most
-    ``gflop`` GFLOP (:func:`gelib.spectra.seed_flops`, models, Gram matrices
-    and eigensolves), else ``fewest`` (at least 2, for an interval).
-
-    The choice depends on the layer alone, not on the machine, so that a
-    chapter's numbers are the same wherever it runs.
-    """
-    if fewest < 2 or seeds < fewest:
-        raise ValueError(f"need 2 <= fewest <= seeds, got fewest={fewest}, seeds={seeds}")
-    return seeds if seed_flops(cfg)["total"] <= gflop * 1e9 else fewest
-
-
-def _z(ours: Summary, paper: tuple[float, float]) -> float:
-    """``(ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``."""
-    return (ours.mean - paper[0]) / math.hypot(ours.ci95, paper[1])
-
-
-def mean_shifts(res: Comparison) -> np.ndarray:
-    """Per seed, ``mean(spectrum_a) / mean(spectrum_b) - 1`` for the two models
-    ``(a, b) = res.models`` of a comparison (MHA against ``Y^G``): shape ``(seeds,)``.
-
-    A lower bound on the relative W1 of the same seed (``W1 >= |difference of
-    the means|``, Kantorovich-Rubinstein with ``x -> x``).
-    """
-    a, b = res.models
-    return res.spectra[a].mean(axis=1) / res.spectra[b].mean(axis=1) - 1
-
-
-@dataclasses.dataclass(frozen=True)
-class TableRow:
-    """One row of the finite-size table (see the module docstring).
-
-    ``rel`` (relative W1, %), ``ks`` and ``shift`` (mean shift, %) are
-    summaries over seeds; ``shift_seeds`` the per-seed shift (a fraction, shape
-    ``(seeds,)``); ``shift_pred`` the leading-order shift ``100 b(n, d_K)`` (%) and
-    ``shift_exact`` the exact expected shift (%, :func:`gelib.shifts.mha_shift_exact`;
-    ``None`` for a tied layer);
-    ``paper`` the paper's ``(mean, ci95)`` in per cent or ``None``; ``z`` the
-    agreement with it, ``None`` unless the row runs at exact dimensions
-    (``s == 1``) and the paper has a value; ``paper_ks`` and ``z_ks`` the same
-    for the KS distance.
-    """
-
-    name: str
-    title: str
-    cfg: AttentionConfig
-    s: int
-    res: Comparison
-    rel: Summary
-    ks: Summary
-    shift: Summary
-    shift_seeds: np.ndarray
-    shift_pred: float
-    paper: tuple[float, float] | None
-    z: float | None
-    paper_ks: tuple[float, float] | None = None
-    z_ks: float | None = None
-    shift_exact: float | None = None
-
-
-def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> TableRow:
-    """The row of preset ``name`` from its comparison ``res`` at layer ``cfg``
-    (shrunk by ``s``, see :func:`shrink`)."""
-    p = PRESETS[name]
-    shift = mean_shifts(res)
-    rel, ks = summarize(100 * res.rel_w1), summarize(res.ks)
-    exact = s == 1
-    z = _z(rel, p.paper_rel_w1) if exact and p.paper_rel_w1 is not None else None
-    z_ks = _z(ks, p.paper_ks) if exact and p.paper_ks is not None else None
-    return TableRow(
-        name=name,
-        title=p.title,
-        cfg=cfg,
-        s=s,
-        res=res,
-        rel=rel,
-        ks=ks,
-        shift=summarize(100 * shift),
-        shift_seeds=shift,
-        shift_pred=100 * mean_shift(cfg.n, cfg.d_k, cfg.beta),
-        paper=p.paper_rel_w1,
-        z=z,
-        paper_ks=p.paper_ks,
-        z_ks=z_ks,
-        shift_exact=None if cfg.tie_kv else 100 * mha_shift_exact(cfg.n, cfg.d_k, cfg.beta),
-    )
-
-
-def _cells(r: TableRow) -> list:
-    c = r.cfg
-    paper = f"{r.paper[0]:.2f} ± {r.paper[1]:.2f}" if r.paper else "—"
-    paper_ks = f"{r.paper_ks[0]:.4f} ± {r.paper_ks[1]:.4f}" if r.paper_ks else "—"
-
-    def z_cell(z, published):
-        if z is not None:
-            return f"{z:+.2f}"
-        return "n/a (shrunk)" if published else "—"
-
-    return [
-        r.title,
-        c.sharing,
-        c.n,
-        c.d,
-        f"{c.h}/{c.h_kv}",
-        c.d_k,
-        "exact" if r.s == 1 else f"÷{r.s}",
-        r.rel.count,
-        f"{r.rel.mean:.2f} ± {r.rel.ci95:.2f}",
-        f"{r.ks.mean:.4f} ± {r.ks.ci95:.4f}",
-        f"{r.shift.mean:+.2f} ({r.shift_pred if r.shift_exact is None else r.shift_exact:+.2f})",
-        paper,
-        z_cell(r.z, r.paper),
-        paper_ks,
-        z_cell(r.z_ks, r.paper_ks),
-    ]
-
-
-def markdown_table(rows: list[TableRow]) -> str:
-    """The rows as a Markdown table with the columns :data:`HEADER`: means ± 95 %
-    half-widths over seeds, the mean shift with its exact prediction in brackets
-    (the leading order for a tied layer), the
-    paper's values and ``z`` for W1 and KS (``n/a (shrunk)`` for a shrunk row of
-    the paper)."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-# --- the first-moment budget across the chain ---
-
-
-@dataclasses.dataclass(frozen=True)
-class BudgetRow:
-    """One step of the first-moment budget (:func:`shift_budget`): the measured relative
-    shift of the mean eigenvalue from model ``later`` to model ``earlier`` (per cent,
-    summarised over seeds) and its exact expected value (per cent, :func:`step_predictions`)."""
-
-    step: str
-    earlier: str
-    later: str
-    measured: Summary
-    predicted: float
-
-    @property
-    def agrees(self) -> bool:
-        """``|measured - predicted| <= 2 ci95``: the prediction is exact, only the seeds' interval is allowed."""
-        return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95
-
-    def __str__(self) -> str:
-        return (
-            f"{self.step}: measured {self.measured.mean:+.2f} ± {self.measured.ci95:.2f} %, "
-            f"predicted {self.predicted:+.2f} %"
-        )
-
-
-def step_predictions(cfg: AttentionConfig) -> dict[str, float]:
-    """Every step's predicted relative shift of the mean eigenvalue, and the total's.
-
-    ``{step: predicted}`` for the steps of :data:`gelib.shifts.STEPS` and
-    ``"total"``, as fractions, for an untied layer. Every prediction is the exact expected
-    ratio of the two models' mean eigenvalues at the layer's ``n`` and ``d_K`` (the
-    leading orders, :func:`gelib.shifts.step_shifts`, are the guide to read them):
-    the denominator step :func:`gelib.shifts.denominator_shift_exact`, centering
-    :func:`gelib.shifts.centering_shift_exact`, the covariance step the ratio of the
-    kernels' mean diagonals :func:`gelib.models.sigma_mean_ratio` ``- 1`` (both
-    ``Sigma``'s expected traces are ``d_O`` times their kernel's mean diagonal), and the
-    Gaussian-rows and query-substitution steps 0 (their models' rows have the same
-    covariance). The steps multiply, so the total is ``prod(1 + predicted) - 1``, which
-    is :func:`gelib.shifts.mha_shift_exact`. Nothing is allowed for neglected orders: the
-    only tolerance is the seed interval (:attr:`BudgetRow.agrees`), which also covers the difference
-    between a mean of per-seed ratios and this ratio of expectations (second order in
-    one seed's relative fluctuation of the mean eigenvalue).
-    """
-    if cfg.tie_kv:
-        raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
-    out = {step: 0.0 for step, _, _ in STEPS}
-    out["denominator"] = denominator_shift_exact(cfg.n, cfg.d_k, cfg.beta)
-    out["centering"] = centering_shift_exact(cfg.d_k, cfg.beta)
-    out["covariance"] = sigma_mean_ratio(cfg.d_k, cfg.beta) - 1
-    out["total"] = math.prod(1 + p for p in out.values()) - 1
-    return out
-
-
-def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionConfig) -> BudgetRow:
-    """One step of Table 1 (a name in :data:`gelib.shifts.STEPS`, or ``"total"`` for MHA
-    against ``Y^G``): the measured relative shift ``mean(earlier) / mean(later) - 1`` per
-    seed (eigenvalues of shape ``(seeds, n)``) against its prediction,
-    :func:`step_predictions`, at the layer ``cfg``.
-    """
-    models = {name: (a, b) for name, a, b in (*STEPS, ("total", "mha", "yg"))}
-    if step not in models:
-        raise ValueError(f"unknown step {step!r}: one of {', '.join(models)}")
-    pred = step_predictions(cfg)[step]
-    shift = np.asarray(earlier).mean(axis=-1) / np.asarray(later).mean(axis=-1) - 1
-    return BudgetRow(step, *models[step], summarize(100 * np.atleast_1d(shift)), 100 * pred)
-
-
-def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> list[BudgetRow]:
-    """The first-moment budget of an untied layer: :func:`step_shift` for every step of
-    Table 1 (:data:`gelib.shifts.STEPS`) and for the whole chain (``"total"``, MHA against
-    ``Y^G``).
-
-    ``spectra`` maps every model of the chain to its eigenvalues, ``(seeds, n)``, all
-    from the same draws (:func:`gelib.spectra.model_spectra`).
-    """
-    return [step_shift(step, spectra[a], spectra[b], cfg) for step, a, b in (*STEPS, ("total", "mha", "yg"))]
-
-
-def budget_markdown(rows: list[BudgetRow]) -> str:
-    """The budget as a Markdown table: step, models, measured shift (mean ± 95 %), prediction."""
-    lines = ["| step | models | measured shift (%) | predicted (%) |", "|---|---|---|---|"]
-    for r in rows:
-        lines.append(
-            f"| {r.step.replace('_', ' ')} | {r.earlier} / {r.later} | {r.measured.mean:+.2f} ± {r.measured.ci95:.2f} "
-            f"| {r.predicted:+.2f} |"
-        )
-    return "\n".join(lines)
-
-
-# --- the limit-law chapter's tables ---
-
-LEVEL_TITLES: dict[str, str] = {
-    "W": "$K K^T / d_K$ (MP)",
-    "T": r"$T = \beta^2 W + \alpha^2 I$",
-    "mu_V": r"$\mu_V$: $V^T T V / n$",
-    "mu_VO": r"$\mu_{VO}$: $\Sigma$",
-    "out": r"output: $Y^G Y^{G T} / n$",
-}
-"""The name of every level of the chain (:data:`gelib.levels.LEVELS`) in tables and figures."""
 
 
 def level_sizes(cfg: AttentionConfig) -> dict[str, int]:
@@ -370,7 +62,7 @@ def level_sizes(cfg: AttentionConfig) -> dict[str, int]:
     Returns
     -------
     dict[str, int]
-        ``{level: p}`` for the names of :data:`gelib.levels.LEVELS`: ``n`` for
+        ``{level: p}`` for the names of :data:`gelib.attention_law.LEVELS`: ``n`` for
         ``K K^T / d_K``, ``T`` and ``Y Y^T / n``; ``d_V`` for one block ``M_r``
         (``"mu_V"``); ``d_O`` for ``Sigma`` (``"mu_VO"``).
     """
@@ -391,7 +83,7 @@ def level_w1_table(
     ----------
     levels
         ``{level: eigenvalues}`` (any shape, flattened: one spectrum), e.g. from
-        :func:`gelib.levels.level_spectra`.
+        :func:`gelib.attention_law.level_spectra`.
     laws
         ``{level: law}``; the table has one row per law, in this order.
     cfg
@@ -455,7 +147,7 @@ class MomentSweep:
     but it does not saturate at ``-1`` where a step shrinks a high moment by a large
     factor (small ``d_K``). ``fits[step][j - 1]`` is the power-law fit of
     ``|differences[step][..., j - 1]|`` against ``n``
-    (:func:`gelib.rates.fit_power_law`, pooled over seeds, or per seed with
+    (:func:`gelib.numerics.fit_power_law`, pooled over seeds, or per seed with
     ``nested``), ``None`` where a difference is exactly zero (identical models)
     or for a single ``n``. ``cfg``: the layer at the largest ``n`` (the others
     are ``cfg.at_length(n)``), where known.
@@ -483,7 +175,7 @@ class MomentSweep:
 
     def slopes(self) -> dict[str, float]:
         """``{"slope_<step>_<j>": slope, "slope_<step>_<j>_ci": 95 % half-width}`` of every fit (for glueing)."""
-        out = {}
+        out: dict[str, float] = {}
         for step, fits in self.fits.items():
             for j, fit in enumerate(fits, 1):
                 if fit is not None:
@@ -550,6 +242,7 @@ class MomentSweep:
             for j in range(1, self.k + 1):
                 fit = self.fits[step][j - 1]
                 target, allow = (predicted_slope, allowance) if targets is None else targets[step, j]
+                assert allow is not None  # targets is None only when allowance is given
                 if fit is not None and abs(fit.slope - target) > 2 * fit.ci95 + allow:
                     out.append(f"{step} m_{j}: slope {fit.slope:.2f} ± {fit.ci95:.2f}, predicted {target:.2f}")
                 lo, hi = self.difference(step, j, n0), self.difference(step, j)
@@ -576,10 +269,10 @@ def chain_moments(
     k
         The number of moments.
     steps
-        ``(name, earlier, later)`` triples (default: Table 1, :data:`gelib.shifts.STEPS`).
+        ``(name, earlier, later)`` triples (default: Table 1, :data:`gelib.models.STEPS`).
     nested
         Whether seed ``s`` of every ``n`` comes from one draw (then the slopes
-        are fitted per seed, :func:`gelib.rates.fit_power_law`); ``False`` for
+        are fitted per seed, :func:`gelib.numerics.fit_power_law`); ``False`` for
         independent draws at every ``(n, seed)``.
     cfg
         The layer (at any ``n``; stored at the largest), for the allowance and
@@ -678,48 +371,6 @@ def moment_steps_markdown(sweep: MomentSweep, predicted: Mapping[str, float] | N
     return "\n".join(lines)
 
 
-def plot_moment_rates(axes, sweep: MomentSweep, predicted_slope: float = -1.0, guide_slope: float | None = -0.5):
-    """One log-log panel per moment (``axes[j - 1]`` for ``m_j``): ``|log-ratio|`` of every step against ``n``.
-
-    Small dots: the seeds; markers: their mean; solid lines: the fits of
-    :class:`MomentSweep`; black lines: the ``predicted_slope`` (dashed) and
-    ``guide_slope`` (dotted, e.g. Table 1's ``n^{-1/2}``), drawn from the
-    largest mean at the smallest ``n``. One legend for all panels, below them
-    (the figure needs ``layout="constrained"``). Returns ``axes``.
-    """
-    from .plotting import COLORS, label_ns
-
-    ns = np.asarray(sweep.ns, dtype=float)
-    grid = np.geomspace(ns[0], ns[-1], 20)
-    for j, ax in enumerate(axes[: sweep.k]):
-        top = 0.0
-        for c, (name, _, _) in enumerate(sweep.steps):
-            size = np.abs(sweep.differences[name][:, :, j])
-            mean, color = size.mean(axis=1), COLORS[c % len(COLORS)]
-            top = max(top, mean[0])
-            ax.plot(np.repeat(ns, size.shape[1]), size.ravel(), ".", ms=3, alpha=0.35, color=color)
-            ax.plot(ns, mean, "o", ms=5, color=color, label=name.replace("_", " "))
-            if sweep.fits[name][j] is not None:
-                ax.plot(grid, sweep.fits[name][j](grid), color=color, lw=1.1)
-        for slope, style in ((predicted_slope, "--"), (guide_slope, ":")):
-            if slope is not None:
-                ax.plot(
-                    grid, 2 * top * (grid / ns[0]) ** slope, color="black", ls=style, lw=1.0, label=f"slope ${slope:g}$"
-                )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        label_ns(ax, sweep.ns)
-        ax.set_title(f"$m_{j + 1}$")
-        ax.set_ylabel("|log-ratio|")
-    for ax in axes[-2:]:
-        ax.set_xlabel("context length $n$")
-    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8)
-    return axes
-
-
-# --- the limit-law chapter's moment checks: the finite-size bias of m_1 and the rate over n ---
-
-
 def first_moment_bias(model: str, cfg: AttentionConfig) -> float | None:
     """The exact relative bias ``E m_1 / m_1(law) - 1`` of ``model``'s first moment at the
     layer ``cfg`` (untied); ``None`` where there is none.
@@ -730,7 +381,7 @@ def first_moment_bias(model: str, cfg: AttentionConfig) -> float | None:
       over ``V`` (i.i.d. ``N(0, 1)``, independent of ``K``) ``E tr M_r = (d_V / n) E tr T``,
       and ``E tr T = n (beta^2 + alpha^2) = n (e^{beta^2} - 1)``: ``E m_1 = (e^{beta^2} - 1) d_O / n``,
       the law's first moment.
-    * ``"mha"``: :func:`gelib.shifts.mha_shift_exact`, the exact expectation at finite ``n``
+    * ``"mha"``: :func:`gelib.models.mha_shift_exact`, the exact expectation at finite ``n``
       and ``d_K`` (:func:`gelib.spectra.mean_shift` is its leading order).
     """
     if cfg.tie_kv:

@@ -1,0 +1,322 @@
+"""The finite-size table (the paper's Table 2 / D.2): rows, shrinking and formatting.
+
+Each row of the table compares the spectra of the original softmax layer
+(MHA) and of its Gaussian equivalent ``Y^G`` at the attention dimensions of
+one public model (a :class:`~gelib.presets.Preset`), over seeds, with the
+same draws for both models (:func:`gelib.spectra.compare`). A row records
+
+* the relative W1 and the KS distance between the two spectra (per cent for
+  W1; mean and 95 % Student-t half-width over seeds);
+* the first-moment shift ``mean(mu_MHA) / mean(mu_GE) - 1`` per seed and its
+  leading-order prediction ``b(n, d_K)`` (:func:`gelib.spectra.mean_shift`);
+* where the row runs at the model's exact dimensions and the paper has a
+  value, the difference from the paper in units of the combined uncertainty,
+  ``z = (ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``, for the relative W1
+  and for the KS distance (Table D.2's second column).
+
+Big rows get fewer seeds (:func:`row_seeds`, by the flops of one seed,
+:func:`gelib.spectra.seed_flops`), so that the exact table fits a CPU.
+
+Rows too large for a CPU are *shrunk* along the proportional regime
+(:func:`shrink`): ``n``, ``d`` and ``d_K = d_V`` divided by the same power of
+two, ``h`` and ``h_KV`` kept, which keeps every ratio of the dimensions and
+so the limit law.
+
+The shift budget (:func:`shift_budget`) splits the mean shift of a row into
+the exact shifts of the steps of Table 1 (:mod:`gelib.models.shifts`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .config import AttentionConfig
+from .models import STEPS, centering_shift_exact, denominator_shift_exact, mha_shift_exact, sigma_mean_ratio
+from .presets import PRESETS, Preset
+from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
+
+__all__ = [
+    "shrink",
+    "row_seeds",
+    "mean_shifts",
+    "TableRow",
+    "table_row",
+    "markdown_table",
+    "HEADER",
+    "BudgetRow",
+    "step_predictions",
+    "step_shift",
+    "shift_budget",
+    "budget_markdown",
+]
+
+HEADER: tuple[str, ...] = (
+    "model",
+    "sharing",
+    "n",
+    "d",
+    "h/h_KV",
+    "d_K",
+    "dims",
+    "seeds",
+    "rel. W1 (%)",
+    "KS",
+    "mean shift (%) (pred.)",
+    "paper rel. W1 (%)",
+    "z (W1)",
+    "paper KS",
+    "z (KS)",
+)
+"""The columns of :func:`markdown_table`."""
+
+
+def shrink(preset: Preset, n_max: int | None, dk_min: int) -> tuple[AttentionConfig, int]:
+    """The preset's layer with ``n``, ``d`` and ``d_K`` divided by a power of two ``s``.
+
+    ``s`` is the smallest power of two with ``n / s <= n_max``, except that it
+    stops before ``d_K / s`` falls below ``dk_min`` and where ``n``, ``d`` or
+    ``d_K`` is not divisible by ``2 s``; ``n_max = None`` keeps the exact
+    dimensions. ``h``, ``h_KV``, ``beta = 1``, ``d_V = d_K`` and ``d_O = d`` are
+    the preset's, so every ratio (``d_K/n``, ``d_V/n``, ``h d_V/d_O``,
+    ``d_O/n``), hence the limit law, is unchanged. Returns ``(layer, s)``.
+    """
+    s = 1
+    if n_max is not None:
+        while (
+            preset.n / s > n_max
+            and preset.d_k // (2 * s) >= dk_min
+            and all(x % (2 * s) == 0 for x in (preset.n, preset.d, preset.d_k))
+        ):
+            s *= 2
+    return preset.config(n=preset.n // s, d=preset.d // s, d_k=preset.d_k // s), s
+
+
+def row_seeds(cfg: AttentionConfig, seeds: int, fewest: int, gflop: float) -> int:
+    """Seeds for a row: ``seeds`` where one seed of the layer costs at most
+    ``gflop`` GFLOP (:func:`gelib.spectra.seed_flops`, models, Gram matrices
+    and eigensolves), else ``fewest`` (at least 2, for an interval).
+
+    The choice depends on the layer alone, not on the machine, so that a
+    chapter's numbers are the same wherever it runs.
+    """
+    if fewest < 2 or seeds < fewest:
+        raise ValueError(f"need 2 <= fewest <= seeds, got fewest={fewest}, seeds={seeds}")
+    return seeds if seed_flops(cfg)["total"] <= gflop * 1e9 else fewest
+
+
+def _z(ours: Summary, paper: tuple[float, float]) -> float:
+    """``(ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``."""
+    return (ours.mean - paper[0]) / math.hypot(ours.ci95, paper[1])
+
+
+def mean_shifts(res: Comparison) -> np.ndarray:
+    """Per seed, ``mean(spectrum_a) / mean(spectrum_b) - 1`` for the two models
+    ``(a, b) = res.models`` of a comparison (MHA against ``Y^G``): shape ``(seeds,)``.
+
+    A lower bound on the relative W1 of the same seed (``W1 >= |difference of
+    the means|``, Kantorovich-Rubinstein with ``x -> x``).
+    """
+    a, b = res.models
+    return res.spectra[a].mean(axis=1) / res.spectra[b].mean(axis=1) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRow:
+    """One row of the finite-size table (see the module docstring).
+
+    ``rel`` (relative W1, %), ``ks`` and ``shift`` (mean shift, %) are
+    summaries over seeds; ``shift_seeds`` the per-seed shift (a fraction, shape
+    ``(seeds,)``); ``shift_pred`` the leading-order shift ``100 b(n, d_K)`` (%) and
+    ``shift_exact`` the exact expected shift (%, :func:`gelib.models.mha_shift_exact`;
+    ``None`` for a tied layer);
+    ``paper`` the paper's ``(mean, ci95)`` in per cent or ``None``; ``z`` the
+    agreement with it, ``None`` unless the row runs at exact dimensions
+    (``s == 1``) and the paper has a value; ``paper_ks`` and ``z_ks`` the same
+    for the KS distance.
+    """
+
+    name: str
+    title: str
+    cfg: AttentionConfig
+    s: int
+    res: Comparison
+    rel: Summary
+    ks: Summary
+    shift: Summary
+    shift_seeds: np.ndarray
+    shift_pred: float
+    paper: tuple[float, float] | None
+    z: float | None
+    paper_ks: tuple[float, float] | None = None
+    z_ks: float | None = None
+    shift_exact: float | None = None
+
+
+def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> TableRow:
+    """The row of preset ``name`` from its comparison ``res`` at layer ``cfg``
+    (shrunk by ``s``, see :func:`shrink`)."""
+    p = PRESETS[name]
+    shift = mean_shifts(res)
+    rel, ks = summarize(100 * res.rel_w1), summarize(res.ks)
+    exact = s == 1
+    z = _z(rel, p.paper_rel_w1) if exact and p.paper_rel_w1 is not None else None
+    z_ks = _z(ks, p.paper_ks) if exact and p.paper_ks is not None else None
+    return TableRow(
+        name=name,
+        title=p.title,
+        cfg=cfg,
+        s=s,
+        res=res,
+        rel=rel,
+        ks=ks,
+        shift=summarize(100 * shift),
+        shift_seeds=shift,
+        shift_pred=100 * mean_shift(cfg.n, cfg.d_k, cfg.beta),
+        paper=p.paper_rel_w1,
+        z=z,
+        paper_ks=p.paper_ks,
+        z_ks=z_ks,
+        shift_exact=None if cfg.tie_kv else 100 * mha_shift_exact(cfg.n, cfg.d_k, cfg.beta),
+    )
+
+
+def _cells(r: TableRow) -> list:
+    c = r.cfg
+    paper = f"{r.paper[0]:.2f} ± {r.paper[1]:.2f}" if r.paper else "—"
+    paper_ks = f"{r.paper_ks[0]:.4f} ± {r.paper_ks[1]:.4f}" if r.paper_ks else "—"
+
+    def z_cell(z, published):
+        if z is not None:
+            return f"{z:+.2f}"
+        return "n/a (shrunk)" if published else "—"
+
+    return [
+        r.title,
+        c.sharing,
+        c.n,
+        c.d,
+        f"{c.h}/{c.h_kv}",
+        c.d_k,
+        "exact" if r.s == 1 else f"÷{r.s}",
+        r.rel.count,
+        f"{r.rel.mean:.2f} ± {r.rel.ci95:.2f}",
+        f"{r.ks.mean:.4f} ± {r.ks.ci95:.4f}",
+        f"{r.shift.mean:+.2f} ({r.shift_pred if r.shift_exact is None else r.shift_exact:+.2f})",
+        paper,
+        z_cell(r.z, r.paper),
+        paper_ks,
+        z_cell(r.z_ks, r.paper_ks),
+    ]
+
+
+def markdown_table(rows: list[TableRow]) -> str:
+    """The rows as a Markdown table with the columns :data:`HEADER`: means ± 95 %
+    half-widths over seeds, the mean shift with its exact prediction in brackets
+    (the leading order for a tied layer), the
+    paper's values and ``z`` for W1 and KS (``n/a (shrunk)`` for a shrunk row of
+    the paper)."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- the first-moment budget across the chain ---
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetRow:
+    """One step of the first-moment budget (:func:`shift_budget`): the measured relative
+    shift of the mean eigenvalue from model ``later`` to model ``earlier`` (per cent,
+    summarised over seeds) and its exact expected value (per cent, :func:`step_predictions`)."""
+
+    step: str
+    earlier: str
+    later: str
+    measured: Summary
+    predicted: float
+
+    @property
+    def agrees(self) -> bool:
+        """``|measured - predicted| <= 2 ci95``: the prediction is exact, only the seeds' interval is allowed."""
+        return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95
+
+    def __str__(self) -> str:
+        return (
+            f"{self.step}: measured {self.measured.mean:+.2f} ± {self.measured.ci95:.2f} %, "
+            f"predicted {self.predicted:+.2f} %"
+        )
+
+
+def step_predictions(cfg: AttentionConfig) -> dict[str, float]:
+    """Every step's predicted relative shift of the mean eigenvalue, and the total's.
+
+    ``{step: predicted}`` for the steps of :data:`gelib.models.STEPS` and
+    ``"total"``, as fractions, for an untied layer. Every prediction is the exact expected
+    ratio of the two models' mean eigenvalues at the layer's ``n`` and ``d_K`` (the
+    leading orders, :func:`gelib.models.step_shifts`, are the guide to read them):
+    the denominator step :func:`gelib.models.denominator_shift_exact`, centering
+    :func:`gelib.models.centering_shift_exact`, the covariance step the ratio of the
+    kernels' mean diagonals :func:`gelib.models.sigma_mean_ratio` ``- 1`` (both
+    ``Sigma``'s expected traces are ``d_O`` times their kernel's mean diagonal), and the
+    Gaussian-rows and query-substitution steps 0 (their models' rows have the same
+    covariance). The steps multiply, so the total is ``prod(1 + predicted) - 1``, which
+    is :func:`gelib.models.mha_shift_exact`. Nothing is allowed for neglected orders: the
+    only tolerance is the seed interval (:attr:`BudgetRow.agrees`), which also covers the difference
+    between a mean of per-seed ratios and this ratio of expectations (second order in
+    one seed's relative fluctuation of the mean eigenvalue).
+    """
+    if cfg.tie_kv:
+        raise ValueError("the first-moment predictions hold for untied layers (tie_kv=False)")
+    out = {step: 0.0 for step, _, _ in STEPS}
+    out["denominator"] = denominator_shift_exact(cfg.n, cfg.d_k, cfg.beta)
+    out["centering"] = centering_shift_exact(cfg.d_k, cfg.beta)
+    out["covariance"] = sigma_mean_ratio(cfg.d_k, cfg.beta) - 1
+    out["total"] = math.prod(1 + p for p in out.values()) - 1
+    return out
+
+
+def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionConfig) -> BudgetRow:
+    """One step of Table 1 (a name in :data:`gelib.models.STEPS`, or ``"total"`` for MHA
+    against ``Y^G``): the measured relative shift ``mean(earlier) / mean(later) - 1`` per
+    seed (eigenvalues of shape ``(seeds, n)``) against its prediction,
+    :func:`step_predictions`, at the layer ``cfg``.
+    """
+    models = {name: (a, b) for name, a, b in (*STEPS, ("total", "mha", "yg"))}
+    if step not in models:
+        raise ValueError(f"unknown step {step!r}: one of {', '.join(models)}")
+    pred = step_predictions(cfg)[step]
+    shift = np.asarray(earlier).mean(axis=-1) / np.asarray(later).mean(axis=-1) - 1
+    return BudgetRow(step, *models[step], summarize(100 * np.atleast_1d(shift)), 100 * pred)
+
+
+def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> list[BudgetRow]:
+    """The first-moment budget of an untied layer: :func:`step_shift` for every step of
+    Table 1 (:data:`gelib.models.STEPS`) and for the whole chain (``"total"``, MHA against
+    ``Y^G``).
+
+    ``spectra`` maps every model of the chain to its eigenvalues, ``(seeds, n)``, all
+    from the same draws (:func:`gelib.spectra.model_spectra`).
+    """
+    return [step_shift(step, spectra[a], spectra[b], cfg) for step, a, b in (*STEPS, ("total", "mha", "yg"))]
+
+
+def budget_markdown(rows: list[BudgetRow]) -> str:
+    """The budget as a Markdown table: step, models, measured shift (mean ± 95 %), prediction."""
+    lines = ["| step | models | measured shift (%) | predicted (%) |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r.step.replace('_', ' ')} | {r.earlier} / {r.later} | {r.measured.mean:+.2f} ± {r.measured.ci95:.2f} "
+            f"| {r.predicted:+.2f} |"
+        )
+    return "\n".join(lines)
+
+
+# --- the limit-law chapter's tables ---
+
+
+# --- the limit-law chapter's moment checks: the finite-size bias of m_1 and the rate over n ---

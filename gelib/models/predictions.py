@@ -1,0 +1,271 @@
+"""Closed forms for the controls of Table 1: the tolerances come from the mathematics.
+
+Hermite coefficients of ``f`` (:func:`hermite_coefficients`); the mean and
+variance of the exact kernel over Gaussian keys (:func:`kernel_f_diagonal_mean`,
+:func:`kernel_mean_variance`); the exact variance of the quadratic forms over
+the query, for given keys and for Wishart keys (:func:`form_variance`,
+:func:`form_variance_wishart`); the kernel error, exactly and to first order
+(:func:`kernel_error_exact`, :func:`kernel_error_first_order`); the ratio of the
+mean eigenvalues of the two Gaussian-row models (:func:`sigma_mean_ratio`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..config import ConfigError
+from .construction import kernel_f
+
+__all__ = [
+    "kernel_f_diagonal_mean",
+    "kernel_error_first_order",
+    "sigma_mean_ratio",
+    "kernel_mean_variance",
+    "hermite_coefficients",
+    "form_variance",
+    "form_variance_wishart",
+    "kernel_error_exact",
+]
+
+
+def kernel_f_diagonal_mean(d_k: int, beta: float) -> float:
+    """``E[kernel_f(K)_jj]`` over Gaussian keys (``|k_j|^2 ~ chi^2_{d_k}``).
+
+    ``e^{-beta^2} ((1 - 4 gamma)^{-d_k/2} - (1 - 2 gamma)^{-d_k/2})`` with
+    ``gamma = beta^2 / d_k``, ``= e^{beta^2} - 1 + beta^4 (4 e^{beta^2} - 1) / d_k
+    + O(d_k^{-2})``; infinite when ``4 gamma >= 1``. Divided by the diagonal
+    ``e^{beta^2} - 1`` of :func:`kernel_g` it is the predicted ratio of the mean
+    eigenvalues of ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]``.
+    """
+    gamma = beta**2 / d_k
+    if 4 * gamma >= 1:
+        return math.inf
+    return math.exp(-(beta**2)) * ((1 - 4 * gamma) ** (-d_k / 2) - (1 - 2 * gamma) ** (-d_k / 2))
+
+
+def kernel_error_first_order(n: int, d_k: int, beta: float) -> float:
+    """First-order prediction of :func:`kernel_error`, ``||kernel_f - kernel_g||_F / sqrt(n)``, over Gaussian keys.
+
+    With ``|k_j|^2 / d_k = 1 + eps_j`` and ``rho_jl = k_j . k_l / d_k``, the
+    difference ``D`` has ``D_jj ~ 2 beta^2 (e^{beta^2} - 1) eps_j`` and, off the
+    diagonal, ``D_jl ~ beta^4 [eps_j eps_l / 4 + rho_jl (eps_j + eps_l) / 2 + (rho_jl^2 - 1/d_k) / 2]``,
+    so ``||D||_F^2 / n ~ 8 beta^4 (e^{beta^2} - 1)^2 / d_k + (7/4) beta^8 n / d_k^2``;
+    returns its square root, ``O(n^{-1/2})`` at fixed ``d_k / n``.
+    """
+    return math.sqrt(8 * beta**4 * math.expm1(beta**2) ** 2 / d_k + 1.75 * beta**8 * n / d_k**2)
+
+
+def sigma_mean_ratio(d_k: int, beta: float) -> float:
+    """The predicted ratio of the mean eigenvalues of ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]``.
+
+    ``tr Sigma ~ d_o E[kernel_jj]``, so the ratio is
+    :func:`kernel_f_diagonal_mean` over the diagonal ``e^{beta^2} - 1`` of
+    :func:`kernel_g`: ``1 + beta^4 (4 e^{beta^2} - 1) / (d_k (e^{beta^2} - 1)) + O(d_k^{-2})``
+    (infinite when ``4 beta^2 >= d_k``).
+    """
+    return kernel_f_diagonal_mean(d_k, beta) / math.expm1(beta**2)
+
+
+def hermite_coefficients(fn: Callable[[jax.Array], ArrayLike], degree: int, nodes: int = 80) -> np.ndarray:
+    """Hermite coefficients ``c_k = E[fn(x) He_k(x)] / k!``, ``k = 0..degree``, for ``x ~ N(0, 1)``.
+
+    ``He_k`` are the probabilists' Hermite polynomials, so that
+    ``fn = sum_k c_k He_k`` in ``L^2(N(0, 1))`` and ``E[fn(x) fn(y)] = sum_k k! c_k^2 rho^k``
+    for standard Gaussians with correlation ``rho``. Gauss-Hermite quadrature
+    with ``nodes`` nodes (exact for polynomials ``fn`` of degree below
+    ``2 nodes - degree``). For :func:`f` the coefficients are ``beta^k / k!``
+    (``k >= 1``). ``fn`` maps an array of nodes (``(nodes,)``) to an array of
+    values of that shape. Returns shape ``(degree + 1,)``.
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / math.sqrt(2 * math.pi)  # expectations under N(0, 1)
+    values = np.asarray(fn(jnp.asarray(x)))
+    ks = np.arange(degree + 1)
+    c = np.array([np.sum(w * values * np.polynomial.hermite_e.hermeval(x, np.eye(degree + 1)[k])) for k in ks])
+    return c / np.array([math.factorial(k) for k in ks], dtype=float)
+
+
+def kernel_mean_variance(d_k: int, beta: float) -> float:
+    """``Var(mu_j)`` over Gaussian keys, for ``mu = kernel_mean(K, beta)``.
+
+    ``e^{-beta^2} ((1 - 2 gamma)^{-d_k/2} - (1 - gamma)^{-d_k})`` with
+    ``gamma = beta^2 / d_k`` (``E mu_j = 0``), ``~ beta^4 / (2 d_k)``; infinite when
+    ``2 gamma >= 1``. ``d_o`` times it is ``E|m|^2`` for the common row mean ``m`` of
+    :func:`output_row_mean`.
+    """
+    gamma = beta**2 / d_k
+    if 2 * gamma >= 1:
+        return math.inf
+    return math.exp(-(beta**2)) * ((1 - 2 * gamma) ** (-d_k / 2) - (1 - gamma) ** (-d_k))
+
+
+def _moment_pieces(k_g: jax.Array, beta, p: int):
+    """The pieces ``(E, s, log N_p)`` of the Gaussian integrals of products of ``e_j`` and ``M(q)^p``.
+
+    ``E[e_{j_1} ... e_{j_r} M^p] = e^{-(r + p) beta^2 / 2} N_p prod_i s_{j_i} prod_{i < i'} E_{j_i j_i'}``;
+    ``e_j = e^{beta a_j - beta^2 / 2}`` with ``a = K q / sqrt(d_k)`` and ``M`` as in :func:`kernel_f`;
+    with ``G = beta^2 K K^T / d_k``, ``gamma = beta^2 / d_k`` and ``t = 1 / (1 - p gamma)`` the
+    Gaussian integral ``E e^{c.q + p gamma |q|^2 / 2} = (1 - p gamma)^{-d_k/2} e^{t |c|^2 / 2}`` gives
+    ``E = exp(t G)`` (``(n, n)``), ``s = exp(t diag(G) / 2)`` (``(n,)``) and ``N_p = (1 - p gamma)^{-d_k/2}``.
+    """
+    d_k = k_g.shape[-1]
+    gamma = beta**2 / d_k
+    t = 1 / (1 - p * gamma)
+    g = beta**2 * (k_g @ k_g.T) / d_k
+    return jnp.exp(t * g), jnp.exp(t * jnp.diagonal(g) / 2), -d_k / 2 * jnp.log1p(-p * gamma)
+
+
+def _check_fourth_moments(k_g, beta):
+    gamma = beta**2 / k_g.shape[-1]
+    if gamma >= 0.25:
+        raise ConfigError(f"the variance of the forms needs beta^2 / d_k < 1/4 (E[M(q)^4] diverges); got {gamma:.3g}")
+
+
+def form_variance(k_g: jax.Array, b: jax.Array, beta: float, chunk: int = 8) -> tuple[jax.Array, jax.Array]:
+    """Exact mean and variance over ``q ~ N(0, I)`` of ``Q(q) = f-ring(q)^T B f-ring(q) / n``, keys ``k_g`` fixed.
+
+    ``k_g`` (``(n, d_k)``), ``B`` symmetric (``(n, n)``), ``f-ring`` as in
+    :func:`kernel_f`. The mean is ``tr(B kernel_f(K)) / n``. With
+    ``f-ring = e - M 1``, ``y = e^T B e``, ``z = 1^T B e``, ``c = 1^T B 1``,
+    ``(n Q)^2 = y^2 - 4 M y z + 2 c M^2 y + 4 M^2 z^2 - 4 c M^3 z + c^2 M^4``, and
+    every term is a sum of the Gaussian integrals of ``_moment_pieces``.
+    All but the first cost ``O(n^3)``. The first,
+    ``E y^2 = e^{-2 beta^2} sum_{jl} B'_jl sum_{mp} B'_mp E_jm E_lm E_jp E_lp`` with
+    ``B' = B o E o s s^T``, is a complete graph on four indices: ``O(n^4)``
+    flops (as matrix products, ``chunk`` rows ``j`` at a time), about a second at
+    ``n = 256`` on a CPU. Needs ``beta^2 / d_k < 1/4``. Returns ``(mean, variance)``, scalars.
+    """
+    _check_fourth_moments(k_g, beta)
+    return _form_variance(k_g, b, beta, chunk)
+
+
+@functools.partial(jax.jit, static_argnames="chunk")
+def _form_variance(k_g, b, beta, chunk):
+    n = k_g.shape[0]
+    ones = jnp.ones(n, b.dtype)
+    bsum, c = b @ ones, ones @ b @ ones
+    e0, s0, _ = _moment_pieces(k_g, beta, 0)
+    bp = b * e0 * jnp.outer(s0, s0)
+
+    def rows(j):  # sum_l B'_jl x_jl^T B' x_jl with x_jl = E_j o E_l, for a chunk of rows j
+        x = e0[j][:, None, :] * e0[None, :, :]  # (chunk, n, n)
+        return jnp.einsum("jl,jlm,jlm->j", bp[j], x @ bp, x)
+
+    pad = -n % chunk
+    idx = jnp.concatenate([jnp.arange(n), jnp.zeros(pad, int)]).reshape(-1, chunk)
+    weight = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)]).reshape(-1, chunk)
+    terms = [jnp.sum(jax.lax.map(rows, idx) * weight)]  # E y^2 / e^{-2 beta^2}
+    e1, s1, l1 = _moment_pieces(k_g, beta, 1)
+    terms.append(jnp.exp(l1) * jnp.sum((b * e1 * jnp.outer(s1, s1)) * (e1 @ ((bsum * s1)[:, None] * e1))))
+    e2, s2, l2 = _moment_pieces(k_g, beta, 2)
+    terms.append(jnp.exp(l2) * c * jnp.sum(b * e2 * jnp.outer(s2, s2)))
+    terms.append(jnp.exp(l2) * (bsum * s2) @ e2 @ (bsum * s2))
+    _, s3, l3 = _moment_pieces(k_g, beta, 3)
+    terms.append(jnp.exp(l3) * c * bsum @ s3)
+    terms.append(jnp.exp(_moment_pieces(k_g, beta, 4)[2]) * c**2)
+    second = jnp.exp(-2 * beta**2) * jnp.dot(jnp.array([1.0, -4.0, 2.0, 4.0, -4.0, 1.0]), jnp.stack(terms))
+    mean = jnp.sum(b * kernel_f(k_g, beta)) / n
+    return mean, second / n**2 - mean**2
+
+
+def form_variance_wishart(k_g: jax.Array, beta: float, d_v: int) -> jax.Array:
+    """``E_V Var_q(Q)`` for ``B = V V^T / d_v`` with ``V`` (``n x d_v``) of i.i.d. ``N(0, 1)`` entries: ``O(n^2 d_k)``.
+
+    The average over ``V`` of :func:`form_variance`'s variance, keys ``k_g``
+    (``(n, d_k)``) fixed. ``E_V[B_jl B_mp] = delta_jl delta_mp + (delta_jm delta_lp
+    + delta_jp delta_lm) / d_v`` leaves
+    ``[(1 + 2 / d_v) sum_{jm} E f_j^2 f_m^2 - (tr K_f)^2 - 2 tr(K_f^2) / d_v] / n^2``
+    (``K_f`` = :func:`kernel_f`), and ``E f_j^2 f_m^2`` with ``f = e - M`` is nine
+    Gaussian integrals (``_moment_pieces``). It is the expectation of the
+    mean squared deviation ``(Q - tr(B K_f) / n)^2`` of a row over ``q`` and ``V``. A scalar.
+    """
+    _check_fourth_moments(k_g, beta)
+    return _form_variance_wishart(k_g, beta, d_v)
+
+
+@jax.jit
+def _form_variance_wishart(k_g, beta, d_v):
+    n, d_k = k_g.shape
+    g = beta**2 * (k_g @ k_g.T) / d_k
+    dg = jnp.diagonal(g)
+    total: float | jax.Array = 0.0
+    for a, ca, pa in ((2, 1, 0), (1, -2, 1), (0, 1, 2)):  # (e_j - M)^2 = e_j^2 - 2 e_j M + M^2
+        for b, cb, pb in ((2, 1, 0), (1, -2, 1), (0, 1, 2)):
+            p = pa + pb
+            t = 1 / (1 - p * beta**2 / d_k)
+            log_c = -2 * beta**2 - d_k / 2 * jnp.log1p(-p * beta**2 / d_k)
+            quad = a**2 * dg[:, None] + b**2 * dg[None, :] + 2 * a * b * g
+            total = total + ca * cb * jnp.exp(log_c) * jnp.sum(jnp.exp(t * quad / 2))
+    kf = kernel_f(k_g, beta)
+    return ((1 + 2 / d_v) * total - jnp.trace(kf) ** 2 - 2 * jnp.sum(kf * kf) / d_v) / n**2
+
+
+def _pair_mgf(p: int, a: float, b: float, c: float, d_k: int) -> float:
+    """``E[g^p exp(a s_1 + b s_2 + c g)]`` for i.i.d. ``k_i ~ N(0, I_{d_k})``, ``s_i = |k_i|^2``, ``g = k_1 . k_2``.
+
+    Per coordinate the exponent is ``x^T A x / 2`` with ``A = [[2a, c], [c, 2b]]``, so the
+    expectation is ``Delta^{-d_k/2}`` with ``Delta = (1 - 2a)(1 - 2b) - c^2``; the powers of
+    ``g`` are derivatives in ``c`` (``p = 0, 1, 2``).
+    """
+    delta = (1 - 2 * a) * (1 - 2 * b) - c * c
+    if delta <= 0:
+        return math.inf
+    base = math.exp(-d_k / 2 * math.log(delta))
+    return (base, d_k * c * base / delta, d_k * base / delta + d_k * (d_k + 2) * c * c * base / delta**2)[p]
+
+
+def kernel_error_exact(n: int, d_k: int, beta: float) -> float:
+    """Exact root mean square of :func:`kernel_error` over Gaussian keys: ``sqrt(E ||kernel_f - kernel_g||_F^2 / n)``.
+
+    ``D = kernel_f(K) - kernel_g(K)`` has entries that are functions of two keys
+    only, each a sum of terms ``w g^p exp(a s_j + b s_l + c g)`` (``s = |k|^2``,
+    ``g = k_j . k_l``, ``p <= 1``); so ``E D_jl^2`` and ``E D_jj^2`` are finite sums of the
+    Gaussian integrals of ``_pair_mgf``, and ``E ||D||_F^2 / n = E D_jj^2 + (n - 1) E D_jl^2``.
+    To leading order this is :func:`kernel_error_first_order`; the exact value also
+    carries the ``O(1/d_k)`` corrections (the log-normal tails of ``e^{beta a}``, the
+    mean of ``D_jj``) that steepen the decay at small ``n``. Infinite unless
+    ``8 beta^2 < d_k`` (``E D_jj^2`` contains ``E e^{4 beta^2 s / d_k}``).
+    """
+    b2 = beta**2
+    gam = b2 / d_k
+    if 8 * gam >= 1:
+        return math.inf
+    cross = math.exp(-b2 - d_k / 2 * math.log1p(-gam))  # the terms of kernel_f
+    m2 = math.exp(-b2 - d_k / 2 * math.log1p(-2 * gam))
+    a1 = b2 / (2 * d_k * (1 - gam))
+    # off the diagonal: (w, p, a, b, c) for pair - cross_j - cross_l + m2 - beta^2 g / d_k
+    off = [
+        (math.exp(-b2), 0, b2 / (2 * d_k), b2 / (2 * d_k), b2 / d_k),
+        (-cross, 0, a1, 0.0, 0.0),
+        (-cross, 0, 0.0, a1, 0.0),
+        (m2, 0, 0.0, 0.0, 0.0),
+        (-b2 / d_k, 1, 0.0, 0.0, 0.0),
+    ]
+    # on the diagonal (g = s_j, b = c = 0): pair - 2 cross + m2 - beta^2 s / d_k - alpha^2
+    diag = [
+        (math.exp(-b2), 0, 2 * b2 / d_k, 0.0, 0.0),
+        (-2 * cross, 0, a1, 0.0, 0.0),
+        (m2 - (math.expm1(b2) - b2), 0, 0.0, 0.0, 0.0),
+        (-b2 / d_k, 1, 0.0, 0.0, 0.0),
+    ]
+
+    def second_moment(terms, on_diagonal):
+        total = 0.0
+        for w1, p1, a_1, b_1, c_1 in terms:
+            for w2, p2, a_2, b_2, c_2 in terms:
+                p, a = p1 + p2, a_1 + a_2
+                if on_diagonal:  # E[s^p e^{a s}] = d (d + 2) ... (1 - 2a)^{-d/2 - p}
+                    val = math.exp(-d_k / 2 * math.log1p(-2 * a)) * math.prod(d_k + 2 * i for i in range(p))
+                    total += w1 * w2 * val / (1 - 2 * a) ** p
+                else:
+                    total += w1 * w2 * _pair_mgf(p, a, b_1 + b_2, c_1 + c_2, d_k)
+        return total
+
+    return math.sqrt(second_moment(diag, True) + (n - 1) * second_moment(off, False))
