@@ -255,7 +255,7 @@ class BudgetRow:
 def step_predictions(cfg: AttentionConfig) -> dict[str, float]:
     """Every step's predicted relative shift of the mean eigenvalue, and the total's.
 
-    ``{step: predicted}`` for the steps of :data:`gelib.models.STEPS` and
+    ``{step: predicted}`` for the steps of :data:`~gelib.models.shifts.STEPS` and
     ``"total"``, as fractions, for an untied layer. Every prediction is the exact expected
     ratio of the two models' mean eigenvalues at the layer's ``n`` and ``d_K`` (the
     leading orders, :func:`gelib.models.step_shifts`, are the guide to read them):
@@ -281,7 +281,7 @@ def step_predictions(cfg: AttentionConfig) -> dict[str, float]:
 
 
 def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionConfig) -> BudgetRow:
-    """One step of Table 1 (a name in :data:`gelib.models.STEPS`, or ``"total"`` for MHA
+    """One step of Table 1 (a name in :data:`~gelib.models.shifts.STEPS`, or ``"total"`` for MHA
     against ``Y^G``): the measured relative shift ``mean(earlier) / mean(later) - 1`` per
     seed (eigenvalues of shape ``(seeds, n)``) against its prediction,
     :func:`step_predictions`, at the layer ``cfg``.
@@ -296,7 +296,7 @@ def step_shift(step: str, earlier: ArrayLike, later: ArrayLike, cfg: AttentionCo
 
 def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> list[BudgetRow]:
     """The first-moment budget of an untied layer: :func:`step_shift` for every step of
-    Table 1 (:data:`gelib.models.STEPS`) and for the whole chain (``"total"``, MHA against
+    Table 1 (:data:`~gelib.models.shifts.STEPS`) and for the whole chain (``"total"``, MHA against
     ``Y^G``).
 
     ``spectra`` maps every model of the chain to its eigenvalues, ``(seeds, n)``, all

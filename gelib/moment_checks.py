@@ -14,7 +14,7 @@ Table 1 says that every step "preserves all fixed spectral moments":
 over a sweep of ``n`` at fixed ratios, the log-ratios of consecutive models
 per seed, and the power-law rate at which each step's difference vanishes
 (:func:`chain_moments` does the same from spectra already computed);
-:func:`moment_steps_markdown` tabulates them and :func:`plot_moment_rates`
+:func:`moment_steps_markdown` tabulates them and :func:`~gelib.plotting.plot_moment_rates`
 draws the rates.
 """
 
@@ -185,7 +185,7 @@ class MomentSweep:
     @property
     def exact_slopes(self) -> dict[str, float]:
         """``{step: slope}``: the local power-law slope, over this sweep's ``n``, of the step's exact
-        expected first-moment log-ratio ``|log(1 + p(n))|`` (``p`` from :func:`step_predictions` at
+        expected first-moment log-ratio ``|log(1 + p(n))|`` (``p`` from :func:`~gelib.finite_size.step_predictions` at
         ``cfg.at_length(n)``; a least-squares line in log-log, as a fit of the data would draw).
         Only the steps with a nonzero exact shift; needs ``cfg`` (an untied layer)."""
         if self.cfg is None:
@@ -269,7 +269,7 @@ def chain_moments(
     k
         The number of moments.
     steps
-        ``(name, earlier, later)`` triples (default: Table 1, :data:`gelib.models.STEPS`).
+        ``(name, earlier, later)`` triples (default: Table 1, :data:`~gelib.models.shifts.STEPS`).
     nested
         Whether seed ``s`` of every ``n`` comes from one draw (then the slopes
         are fitted per seed, :func:`gelib.numerics.fit_power_law`); ``False`` for
@@ -328,7 +328,7 @@ def moment_sweep(
         As in :func:`chain_moments`.
     known
         ``{n: {model: eigenvalues (seeds, n)}}`` already computed at some sizes
-        (for instance the first-moment budget's, :func:`shift_budget`), used
+        (for instance the first-moment budget's, :func:`~gelib.finite_size.shift_budget`), used
         instead of new draws; they must come from draws independent of the
         other sizes' and have ``seeds`` rows.
     """
@@ -350,7 +350,7 @@ def moment_steps_markdown(sweep: MomentSweep, predicted: Mapping[str, float] | N
 
     ``predicted``: ``{step: relative shift of m_1}`` (a fraction), shown in
     brackets as ``log(1 + shift)``; default the exact expected shifts of
-    :func:`step_predictions` at the largest ``n`` where the sweep knows its layer.
+    :func:`~gelib.finite_size.step_predictions` at the largest ``n`` where the sweep knows its layer.
     """
     k, n = sweep.k, sweep.ns[-1]
     if predicted is None and sweep.cfg is not None:

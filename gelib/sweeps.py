@@ -434,7 +434,7 @@ def sweep_distances(pairs: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.nda
     ``pairs[n]`` has shape ``(seeds, 2, n)``: per seed, the eigenvalues of
     model ``a`` and of the reference ``b``. Returns ``rel_w1(a, b)`` and
     ``ks(a, b)`` (:mod:`gelib.spectra`), each of shape ``(len(pairs), seeds)`` in
-    the order of ``pairs``: the ``values`` of :func:`fit_power_law` and of
+    the order of ``pairs``: the ``values`` of :func:`~gelib.numerics.fit_power_law` and of
     :func:`gelib.plotting.rate_plot`.
     """
 
@@ -449,7 +449,7 @@ class DistanceRates:
     """Spectral distances between two models over a sweep, with their power-law fits.
 
     ``w1`` and ``ks`` have shape ``(len(ns), seeds)``; ``fits`` maps ``"w1"`` and
-    ``"ks"`` to their :class:`PowerFit` against ``n``.
+    ``"ks"`` to their :class:`~gelib.numerics.PowerFit` against ``n``.
     """
 
     ns: tuple[int, ...]

@@ -14,7 +14,7 @@ so consecutive models differ only by the step of the proof between them:
 ==============  ==============================================================
 
 Each model is written as ``Y = sum_r U_r W^O_r`` with per-head outputs
-``U_r`` (``n x d_v``); :func:`head_outputs` returns the stack
+``U_r`` (``n x d_v``); :func:`~gelib.models.head_outputs` returns the stack
 ``(h, n, d_v)``. Heads are processed one at a time (``lax.map``), so memory
 stays ``O(n^2 + h n d_v)`` even at GPT-3 dimensions.
 
@@ -232,7 +232,7 @@ def yg_literal(z_key: jax.Array, draw: Draw, cfg: AttentionConfig) -> jax.Array:
     """``Y^G``'s heads as written, ``(beta Q_r K_g^T / sqrt(d_k) + alpha Z_r) V_g / sqrt(n)``,
     with the ``n x n`` noise ``Z_r`` drawn: the definition, for teaching and
     for testing the reduced form used by ``build("yg", ...)`` (same law).
-    Shape ``(h, n, d_v)``, as :func:`head_outputs`."""
+    Shape ``(h, n, d_v)``, as :func:`~gelib.models.head_outputs`."""
     n = cfg.n
     rn = jnp.sqrt(jnp.asarray(n, draw.q.dtype))
     alpha = jnp.sqrt(jnp.asarray(cfg.alpha2, draw.q.dtype))
@@ -293,14 +293,14 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array
 def output(u: jax.Array, w_o: jax.Array) -> jax.Array:
     """``Y = sum_r U_r W^O_r`` (``(n, d_o)``) from per-head outputs.
 
-    ``u`` has shape ``(h, n, d_v)`` (:func:`head_outputs`), ``w_o`` shape ``(h, d_v, d_o)``.
+    ``u`` has shape ``(h, n, d_v)`` (:func:`~gelib.models.head_outputs`), ``w_o`` shape ``(h, d_v, d_o)``.
     """
     return jnp.einsum("rnv,rvo->no", u, w_o)
 
 
 @functools.partial(jax.jit, static_argnames=("model", "cfg"))
 def build(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array | None = None) -> jax.Array:
-    """The output ``Y`` (``(n, d_o)``) of one model of Table 1; ``key`` as in :func:`head_outputs`."""
+    """The output ``Y`` (``(n, d_o)``) of one model of Table 1; ``key`` as in :func:`~gelib.models.head_outputs`."""
     return output(head_outputs(model, draw, cfg, key=key), draw.w_o)
 
 

@@ -1,17 +1,17 @@
 """What each step of Table 1 controls, measured on one draw.
 
 * denominator replacement: the operator norm of the middle term and the rank
-  of the last (:func:`denominator_terms`), the numerical rank of a matrix
-  (:func:`numerical_rank`);
-* centring: the subtracted row means (:func:`centering_terms`,
-  :func:`centering_norm2`, :func:`row_mean_effect`, :func:`row_mean_norms`);
+  of the last (:func:`~gelib.models.denominator_terms`), the numerical rank of a matrix
+  (:func:`~gelib.models.numerical_rank`);
+* centring: the subtracted row means (:func:`~gelib.models.centering_terms`,
+  :func:`~gelib.models.centering_norm2`, :func:`~gelib.models.row_mean_effect`, :func:`~gelib.models.row_mean_norms`);
 * Gaussian rows: the per-row quadratic forms against their conditional means
-  (:func:`quadratic_forms`, :func:`form_deviation`), the row mean of the output
-  over fresh queries (:func:`output_row_mean`), the conditional covariances of
-  the rows (:func:`conditional_covariances`);
+  (:func:`~gelib.models.quadratic_forms`, :func:`~gelib.models.form_deviation`), the row mean of the output
+  over fresh queries (:func:`~gelib.models.output_row_mean`), the conditional covariances of
+  the rows (:func:`~gelib.models.conditional_covariances`);
 * covariance approximation: the normalised Frobenius error between the two
-  kernels (:func:`kernel_error`), and a Monte Carlo check of the exact kernel
-  (:func:`kernel_f_estimate`, :func:`kernel_f_zscores`).
+  kernels (:func:`~gelib.models.kernel_error`), and a Monte Carlo check of the exact kernel
+  (:func:`~gelib.models.kernel_f_estimate`, :func:`~gelib.models.kernel_f_zscores`).
 
 Their predictions are in :mod:`gelib.models.predictions`.
 """
@@ -110,7 +110,9 @@ def _middle(draw: Draw, cfg: AttentionConfig, beta, q, k):
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
 def _middle_norms(draw: Draw, cfg: AttentionConfig, beta) -> jax.Array:
-    """Exact ``||(C_r - I) f(S_r) / sqrt(n)||_op`` per head (full SVDs): the fallback of :func:`denominator_terms`."""
+    """Exact ``||(C_r - I) f(S_r) / sqrt(n)||_op`` per head (full SVDs).
+
+    The fallback of :func:`~gelib.models.denominator_terms`."""
     return _per_head(
         lambda r, q, k, v: jnp.linalg.svd(_middle(draw, cfg, beta, q, k)[1], compute_uv=False)[0], draw, cfg
     )
@@ -121,7 +123,7 @@ _LANCZOS_STEPS = 48  # the top singular value is well separated: 32 steps left r
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
 def _denominator_terms(draw: Draw, cfg: AttentionConfig, beta, start) -> dict:
-    """:func:`denominator_terms` with a traced ``beta`` (``cfg.beta`` is ignored).
+    """:func:`~gelib.models.denominator_terms` with a traced ``beta`` (``cfg.beta`` is ignored).
 
     Returns Lanczos tridiagonals (``"lanczos"``) in place of the operator norms.
     """
@@ -234,7 +236,7 @@ def form_deviation(forms: np.ndarray | jax.Array, exact: np.ndarray | jax.Array)
     """Relative mean absolute deviation of quadratic forms from their conditional means, per head.
 
     ``forms`` (``(h, n)``) and ``exact`` (``(h,)``) as returned by
-    :func:`quadratic_forms`: ``delta = mean_i |form_i - exact| / exact``, the
+    :func:`~gelib.models.quadratic_forms`: ``delta = mean_i |form_i - exact| / exact``, the
     control of quadratic-form concentration (predicted ``O(n^{-1/2})`` at fixed
     ratios). The mean absolute deviation, not the sample variance: for
     log-normal entries a sample variance over ``n`` rows is dominated by a
@@ -319,7 +321,7 @@ def _add_second_moment(second: jax.Array, y: jax.Array) -> jax.Array:
 def kernel_f_zscores(k_g: jax.Array, q: jax.Array, beta: float) -> tuple[np.ndarray, float]:
     """``z``-scores of the Monte Carlo kernel against :func:`kernel_f`, and their family-wise bound.
 
-    ``(estimate - exact) / standard error`` (:func:`kernel_f_estimate`) for the
+    ``(estimate - exact) / standard error`` (:func:`~gelib.models.kernel_f_estimate`) for the
     distinct entries ``j <= l`` (upper triangle, shape ``(n (n + 1) / 2,)``), and the
     Bonferroni bound ``Phi^{-1}(1 - 0.025 / count)``: if every ``z`` is standard
     normal, ``max |z|`` exceeds it with probability at most 5 %, whatever their
@@ -338,7 +340,7 @@ def row_mean_effect(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarr
     """The common row mean of ``Y-ring^f`` and its effect on the top eigenvalue, one layer per key.
 
     For each key a layer is sampled (:func:`gelib.sampling.sample_fast`); returns
-    ``(len(keys), 3)``: ``|m|^2`` (:func:`output_row_mean`, expected
+    ``(len(keys), 3)``: ``|m|^2`` (:func:`~gelib.models.output_row_mean`, expected
     ``d_o`` :func:`kernel_mean_variance`), the largest eigenvalue of ``Y Y^T / n`` for
     ``Y = Y-ring^f``, and that of the centred ``Y - 1 m^T``. A rank-one mean that
     creates an outlier shows as a gap between the last two.
@@ -361,7 +363,9 @@ def _row_mean_grams(draw: Draw, cfg: AttentionConfig):
 
 
 def row_mean_norms(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarray:
-    """``|m|^2`` of the row mean of ``Y-ring^f`` (:func:`output_row_mean`), one layer per key: ``(len(keys),)``.
+    """``|m|^2`` of the row mean of ``Y-ring^f``, one layer per key: ``(len(keys),)``.
+
+    The row mean is :func:`~gelib.models.output_row_mean`.
 
     Each key samples a layer (:func:`gelib.sampling.sample_fast`; only ``K, V, W^O``
     matter). Over layers the mean is exactly ``d_o`` :func:`kernel_mean_variance`, so

@@ -1,12 +1,12 @@
 """Closed forms for the controls of Table 1: the tolerances come from the mathematics.
 
-Hermite coefficients of ``f`` (:func:`hermite_coefficients`); the mean and
-variance of the exact kernel over Gaussian keys (:func:`kernel_f_diagonal_mean`,
-:func:`kernel_mean_variance`); the exact variance of the quadratic forms over
-the query, for given keys and for Wishart keys (:func:`form_variance`,
-:func:`form_variance_wishart`); the kernel error, exactly and to first order
-(:func:`kernel_error_exact`, :func:`kernel_error_first_order`); the ratio of the
-mean eigenvalues of the two Gaussian-row models (:func:`sigma_mean_ratio`).
+Hermite coefficients of ``f`` (:func:`~gelib.models.hermite_coefficients`); the mean and
+variance of the exact kernel over Gaussian keys (:func:`~gelib.models.kernel_f_diagonal_mean`,
+:func:`~gelib.models.kernel_mean_variance`); the exact variance of the quadratic forms over
+the query, for given keys and for Wishart keys (:func:`~gelib.models.form_variance`,
+:func:`~gelib.models.form_variance_wishart`); the kernel error, exactly and to first order
+(:func:`~gelib.models.kernel_error_exact`, :func:`~gelib.models.kernel_error_first_order`); the ratio of the
+mean eigenvalues of the two Gaussian-row models (:func:`~gelib.models.sigma_mean_ratio`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def sigma_mean_ratio(d_k: int, beta: float) -> float:
     """The predicted ratio of the mean eigenvalues of ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]``.
 
     ``tr Sigma ~ d_o E[kernel_jj]``, so the ratio is
-    :func:`kernel_f_diagonal_mean` over the diagonal ``e^{beta^2} - 1`` of
+    :func:`~gelib.models.kernel_f_diagonal_mean` over the diagonal ``e^{beta^2} - 1`` of
     :func:`kernel_g`: ``1 + beta^4 (4 e^{beta^2} - 1) / (d_k (e^{beta^2} - 1)) + O(d_k^{-2})``
     (infinite when ``4 beta^2 >= d_k``).
     """
@@ -178,7 +178,7 @@ def _form_variance(k_g, b, beta, chunk):
 def form_variance_wishart(k_g: jax.Array, beta: float, d_v: int) -> jax.Array:
     """``E_V Var_q(Q)`` for ``B = V V^T / d_v`` with ``V`` (``n x d_v``) of i.i.d. ``N(0, 1)`` entries: ``O(n^2 d_k)``.
 
-    The average over ``V`` of :func:`form_variance`'s variance, keys ``k_g``
+    The average over ``V`` of :func:`~gelib.models.form_variance`'s variance, keys ``k_g``
     (``(n, d_k)``) fixed. ``E_V[B_jl B_mp] = delta_jl delta_mp + (delta_jm delta_lp
     + delta_jp delta_lm) / d_v`` leaves
     ``[(1 + 2 / d_v) sum_{jm} E f_j^2 f_m^2 - (tr K_f)^2 - 2 tr(K_f^2) / d_v] / n^2``
@@ -228,7 +228,7 @@ def kernel_error_exact(n: int, d_k: int, beta: float) -> float:
     only, each a sum of terms ``w g^p exp(a s_j + b s_l + c g)`` (``s = |k|^2``,
     ``g = k_j . k_l``, ``p <= 1``); so ``E D_jl^2`` and ``E D_jj^2`` are finite sums of the
     Gaussian integrals of ``_pair_mgf``, and ``E ||D||_F^2 / n = E D_jj^2 + (n - 1) E D_jl^2``.
-    To leading order this is :func:`kernel_error_first_order`; the exact value also
+    To leading order this is :func:`~gelib.models.kernel_error_first_order`; the exact value also
     carries the ``O(1/d_k)`` corrections (the log-normal tails of ``e^{beta a}``, the
     mean of ``D_jj``) that steepen the decay at small ``n``. Infinite unless
     ``8 beta^2 < d_k`` (``E D_jj^2`` contains ``E e^{4 beta^2 s / d_k}``).

@@ -21,16 +21,17 @@ d_K - 1``. Write ``f(x) = exp(beta x - beta^2/2) - 1``, ``u = e^{beta^2}``,
   ``E[fbar^2]``, ``E[f_j^2 fbar] = E f^3 / n`` and ``E[f_j^2 fbar^2]`` (at
   ``sigma = 1``: ``E f^2 = e_1``, ``E f^3 = u^3 - 3u + 2``).
 
-:func:`step_shifts` gives the relative shift of each step, earlier model over
+:func:`~gelib.models.step_shifts` gives the relative shift of each step, earlier model over
 later model minus one; they add up to :func:`gelib.spectra.mean_shift`, the
 shift from MHA to ``Y^G``. Only the denominator replacement has a ``1/n``
 term; the Gaussian-rows and query-substitution steps have none at all (their
 row covariances are equal). The neglected orders are ``d_K^-2``, ``n^-2`` and
 ``(n d_K)^-1``. The whole chain's shift is available exactly, at finite ``n`` and
-``d_K`` (:func:`mha_shift_exact`), and so are two steps: :func:`denominator_shift_exact` (one-dimensional integrals of
+``d_K`` (:func:`~gelib.models.mha_shift_exact`), and so are two steps:
+:func:`~gelib.models.denominator_shift_exact` (one-dimensional integrals of
 Laplace transforms of the log-normal row terms) and
-:func:`centering_shift_exact` (closed form by the chi-square moment
-generating function); :func:`centering_log_norm` is the mean logarithm of
+:func:`~gelib.models.centering_shift_exact` (closed form by the chi-square moment
+generating function); :func:`~gelib.models.centering_log_norm` is the mean logarithm of
 the norm that centering subtracts, which a fitted slope sees.
 """
 
@@ -73,7 +74,7 @@ def denominator_shift(n: float, d_k: float, beta: float = 1.0) -> float:
 
 
 def step_shifts(n: float, d_k: float, beta: float = 1.0) -> dict[str, float]:
-    """Leading-order relative shift of the mean eigenvalue at each step of :data:`STEPS`
+    """Leading-order relative shift of the mean eigenvalue at each step of :data:`~gelib.models.shifts.STEPS`
     (earlier model over later model, minus one), for an untied layer.
 
     ``denominator``: :func:`denominator_shift`; ``centering``:
@@ -111,7 +112,7 @@ def centering_shift_exact(d_k: float, beta: float = 1.0) -> float:
     with ``E m^2 = E e^{beta^2 t} - 2 E e^{beta^2 t / 2} + 1`` and
     ``E Var(f | sigma) = e^{beta^2} E e^{2 beta^2 t} - E e^{beta^2 t}`` (``t = chi^2_{d_K}/d_K - 1``,
     exact moment generating function). Independent of ``n``; ``beta^4 / (2 e_1 d_K)`` to
-    leading order (:func:`step_shifts`). Infinite (the energies are) unless ``4 beta^2 < d_K``.
+    leading order (:func:`~gelib.models.step_shifts`). Infinite (the energies are) unless ``4 beta^2 < d_K``.
     """
     b2 = beta**2
     if 4 * b2 >= d_k:  # E f^2 and E Var(f | sigma) are infinite
@@ -123,7 +124,7 @@ def centering_shift_exact(d_k: float, beta: float = 1.0) -> float:
 
 def _mha_energy(n: int, d_k: float, beta: float, nodes: int) -> float:
     """``E[n sum_j p_j^2 - 1]``, the mean row energy of ``sqrt(n) A^perp``, exactly (see
-    :func:`denominator_shift_exact`)."""
+    :func:`~gelib.models.denominator_shift_exact`)."""
     import numpy as np
     import scipy.integrate
     import scipy.special
@@ -172,7 +173,7 @@ def mha_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> f
     """Exact relative shift of the mean eigenvalue from ``Y^G`` to ``sqrt(n) A^perp`` (untied layer), at finite ``n``.
 
     ``E m_MHA / E m_G - 1``: the mean row energy of ``sqrt(n) A^perp``
-    (:func:`denominator_shift_exact`'s integral) over that of ``Y^G``, which is exactly
+    (:func:`~gelib.models.denominator_shift_exact`'s integral) over that of ``Y^G``, which is exactly
     ``e^{beta^2} - 1`` at every size (:func:`gelib.moment_checks.first_moment_bias`). Both means
     carry the same factor ``d_O / n`` from ``V`` and ``W^O``, whatever the head sharing, so
     this is the whole chain's shift that :func:`gelib.spectra.mean_shift` gives to first

@@ -3,7 +3,7 @@
 The controls of Table 1 decay like ``n^{-1/2}`` (up to ``n^{o(1)}`` or
 ``sqrt(log n)`` factors) at fixed ratios of the dimensions; chapters fit the
 exponent by least squares on the log-log scale and compare it with the
-prediction (:func:`fit_power_law`). Its 95 % interval treats the points as
+prediction (:func:`~gelib.numerics.fit_power_law`). Its 95 % interval treats the points as
 independent when every size is drawn afresh; when the smaller sizes are
 leading blocks of one draw per seed (:class:`gelib.sweeps.NestedDraws`), the
 points of one seed are correlated across sizes and ``nested=True`` fits one
@@ -29,7 +29,7 @@ class PowerFit:
     """``y ~ prefactor * x^slope``, with the 95 % confidence half-width of the slope.
 
     ``per_seed`` holds the slope of every seed when the fit is nested
-    (:func:`fit_power_law` with ``nested=True``), ``None`` for a pooled fit.
+    (:func:`~gelib.numerics.fit_power_law` with ``nested=True``), ``None`` for a pooled fit.
     """
 
     slope: float

@@ -7,8 +7,8 @@ slowest step of that chapter at the paper's sizes, also on a GPU); the largest
 singular value alone comes from a Krylov space of ``m^T m`` of a few dozen
 matrix-vector products.
 
-:func:`lanczos` builds that space with full reorthogonalisation (jittable,
-batched with ``vmap``); :func:`top_ritz` reads the largest Ritz value ``theta``
+:func:`~gelib.numerics.lanczos` builds that space with full reorthogonalisation (jittable,
+batched with ``vmap``); :func:`~gelib.numerics.top_ritz` reads the largest Ritz value ``theta``
 and its residual bound ``beta_k |y_k|``: some eigenvalue of ``m^T m`` lies
 within the residual of ``theta``, and ``theta`` never exceeds the largest one
 (Cauchy interlacing), so a residual below ``tol * theta`` pins the largest
@@ -38,7 +38,7 @@ def lanczos(m: jax.Array, start: jax.Array, steps: int) -> tuple[jax.Array, jax.
 
     ``m`` is ``(p, q)``, ``start`` ``(q,)`` (any nonzero vector). ``beta[-1]`` is
     the norm of the residual vector after the last step (the residual bound of
-    :func:`top_ritz`). Full reorthogonalisation (twice) against every earlier
+    :func:`~gelib.numerics.top_ritz`). Full reorthogonalisation (twice) against every earlier
     Lanczos vector keeps the basis orthonormal to round-off.
     """
     q = m.shape[1]
@@ -63,7 +63,7 @@ def lanczos(m: jax.Array, start: jax.Array, steps: int) -> tuple[jax.Array, jax.
 def top_ritz(alpha: ArrayLike, beta: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Largest Ritz value ``theta`` of Lanczos tridiagonals and its residual bound ``|beta_k y_k|``.
 
-    ``alpha`` and ``beta`` as returned by :func:`lanczos`, shape ``(..., steps)``;
+    ``alpha`` and ``beta`` as returned by :func:`~gelib.numerics.lanczos`, shape ``(..., steps)``;
     returns two arrays of shape ``(...)``.
     """
     alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)

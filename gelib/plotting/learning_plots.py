@@ -7,7 +7,7 @@ One function per figure, each taking the curves (limit law) and the markers
 The curves are the limit law at Table D.3's dimensions. Markers simulated
 at shrunk dimensions (a factor ``s < 1``, :func:`gelib.learning.shrink`) come
 with ``own``, the limit law at their own dimensions, drawn beside them as a
-thin dashed line of the same colour (:func:`own_curve`); a head count ``h``
+thin dashed line of the same colour (:func:`~gelib.plotting.own_curve`); a head count ``h``
 of a shrunk layer is drawn at ``h / s``, where the table's layer with the
 same ``h d_V / n`` sits.
 """

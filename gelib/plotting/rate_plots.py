@@ -119,11 +119,11 @@ def plot_distance_rates(
 ) -> DistanceRates:
     """The two-panel rate figure of a step of Table 1: relative W1 (``axes[0]``) and KS (``axes[1]``) against ``n``.
 
-    ``pairs[n]`` has shape ``(seeds, 2, n)`` (see :func:`sweep_distances`).
+    ``pairs[n]`` has shape ``(seeds, 2, n)`` (see :func:`~gelib.sweeps.sweep_distances`).
     Each panel is a :func:`gelib.plotting.rate_plot` with the predicted slope,
     its y-label and the sizes of the sweep as ticks. ``nested``: seed ``s`` of
     every size is cut out of one draw (:class:`gelib.sweeps.NestedDraws`), so
-    the fits are per seed (:func:`fit_power_law`). Returns the distances and
+    the fits are per seed (:func:`~gelib.numerics.fit_power_law`). Returns the distances and
     the two fits.
     """
 
@@ -144,7 +144,7 @@ def plot_moment_rates(axes, sweep: MomentSweep, predicted_slope: float = -1.0, g
     """One log-log panel per moment (``axes[j - 1]`` for ``m_j``): ``|log-ratio|`` of every step against ``n``.
 
     Small dots: the seeds; markers: their mean; solid lines: the fits of
-    :class:`MomentSweep`; black lines: the ``predicted_slope`` (dashed) and
+    :class:`~gelib.moment_checks.MomentSweep`; black lines: the ``predicted_slope`` (dashed) and
     ``guide_slope`` (dotted, e.g. Table 1's ``n^{-1/2}``), drawn from the
     largest mean at the smallest ``n``. One legend for all panels, below them
     (the figure needs ``layout="constrained"``). Returns ``axes``.

@@ -1,4 +1,4 @@
-"""The book's figure style: its colours, :func:`use_style`, and small axis helpers."""
+"""The book's figure style: its colours, :func:`~gelib.plotting.use_style`, and small axis helpers."""
 
 from __future__ import annotations
 
