@@ -1,13 +1,13 @@
 """The limit law against simulation: the levels of the chain and the first moments.
 
-:func:`level_w1_table` is the W1
-distance from the eigenvalues of every level of the chain of compressions
-(:func:`gelib.attention_law.level_spectra`) to that level's law, split into the shift of
-the mean and the shape part; and :func:`moment_checks`, the first moments of simulated
-spectra against the exact moments of the limit law over a sweep of ``n``: the
-first moment against its predicted finite-size bias (:func:`first_moment_bias`)
-within twice the seed interval (the bias is exact), every moment's error
-decaying from the smallest to the largest ``n``, and its fitted rate.
+:func:`level_w1_table` is the W1 distance from the eigenvalues of every level of
+the chain of compressions (:func:`gelib.attention_law.level_spectra`) to that
+level's law, split into the shift of the mean and the shape part.
+:func:`moment_checks` sets the first moments of simulated spectra against the
+exact moments of the limit law over a sweep of ``n``: the first moment against
+its predicted finite-size bias (:func:`first_moment_bias`) within twice the seed
+interval (the bias is exact), every moment's error decaying from the smallest to
+the largest ``n``, and its fitted rate.
 
 Table 1 says that every step "preserves all fixed spectral moments":
 :func:`moment_sweep` measures the first moments of every model of the chain

@@ -29,6 +29,12 @@ def copy_tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def add_import(tree: Path, path: str, statement: str) -> None:
+    """Append to the module at ``path`` a function whose body is the import ``statement``."""
+    module = tree / path
+    module.write_text(module.read_text() + f"\n\ndef _added():\n    {statement}\n\n    return None\n")
+
+
 def test_the_contracts_are_kept(tmp_path):
     res = lint(copy_tree(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
@@ -37,8 +43,7 @@ def test_the_contracts_are_kept(tmp_path):
 
 def test_an_upward_import_inside_a_function_breaks_the_library_contract(tmp_path):
     tree = copy_tree(tmp_path)
-    keys = tree / "gelib" / "keys.py"
-    keys.write_text(keys.read_text() + "\n\ndef _upward():\n    from bookrun import scales\n\n    return scales\n")
+    add_import(tree, "gelib/keys.py", "from bookrun import scales")
     res = lint(tree)
     assert res.returncode != 0
     assert "the library never imports the book's runtime BROKEN" in res.stdout
@@ -72,8 +77,7 @@ def test_an_upward_import_inside_a_function_breaks_the_layers_of_the_library(tmp
     """Each boundary is tried on its own copy of the tree, so each failure names one import."""
     for i, (path, statement, named) in enumerate(UPWARD):
         tree = copy_tree(tmp_path / str(i))
-        module = tree / path
-        module.write_text(module.read_text() + f"\n\ndef _upward():\n    {statement}\n\n    return None\n")
+        add_import(tree, path, statement)
         res = lint(tree)
         assert res.returncode != 0, path
         assert "the library, bottom to top: each layer imports only the layers below it BROKEN" in res.stdout
@@ -82,8 +86,7 @@ def test_an_upward_import_inside_a_function_breaks_the_layers_of_the_library(tmp
 
 def test_two_modules_of_one_layer_stay_independent(tmp_path):
     tree = copy_tree(tmp_path)
-    module = tree / "gelib" / "learning.py"
-    module.write_text(module.read_text() + "\n\ndef _sideways():\n    from gelib.models import f\n\n    return f\n")
+    add_import(tree, "gelib/learning.py", "from gelib.models import f")
     res = lint(tree)
     assert res.returncode != 0
     assert "gelib.learning -> gelib.models" in res.stdout

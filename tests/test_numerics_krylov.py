@@ -31,7 +31,7 @@ def test_ritz_value_is_a_lower_bound_within_its_residual_of_an_eigenvalue():
 
 def test_an_ungapped_top_is_flagged_by_its_residual():
     # A spectrum with no gap at the top: two steps cannot converge, and the residual says so
-    # (denominator_terms then takes exact SVDs; tests/test_models.py checks that fallback).
+    # (denominator_terms then takes exact SVDs; tests/test_models_construction.py checks that fallback).
     u, _ = np.linalg.qr(np.asarray(jax.random.normal(jax.random.key(5), (50, 50))))
     m = (u * np.linspace(1.0, 0.999, 50)) @ u.T
     alpha, beta = linalg.lanczos(m, np.ones(50), 2)

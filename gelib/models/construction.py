@@ -1,7 +1,8 @@
 """The six equivalent random-matrix models of the paper's Table 1.
 
-The definitions are those of the book's appendix (:ref:`conv-chain`). Every model is built from one shared
-:class:`~gelib.sampling.Draw` (the same ``Q, K, V, W^O``) and one noise key,
+The definitions are those of the book's appendix (:ref:`conv-chain`). Every
+model is built from one shared :class:`~gelib.sampling.Draw` (the same
+``Q, K, V, W^O``) and one noise key,
 so consecutive models differ only by the step of the proof between them:
 
 ==============  ==============================================================

@@ -19,67 +19,12 @@ Everything public is re-exported here (``gelib.plotting.use_style``).
 
 from __future__ import annotations
 
-from .histograms import (
-    cdf_differences,
-    distance_title,
-    log_histograms,
-    pair_and_heads,
-    spectra_histograms,
-    spectra_pair,
-)
-from .law_plots import at_atoms, chain_figure, density_curves, law_figure, law_histograms
-from .learning_plots import (
-    OWN_LABEL,
-    OWN_STYLE,
-    allocation_figure,
-    budget_paths,
-    error_map_figure,
-    ge_and_mha,
-    loss_figure,
-    own_curve,
-    paths_figure,
-    ratio_figure,
-    sharing_across_figure,
-    sharing_within_figure,
-    width_boundaries,
-)
-from .rate_plots import edge_rates_figure, plot_distance_rates, plot_moment_rates, rate_panels, rate_plot
-from .style import COLORS, close, label_ns, log2_axis, tex_sci, use_style
+from . import histograms, law_plots, learning_plots, rate_plots, style
+from .histograms import *  # noqa: F403
+from .law_plots import *  # noqa: F403
+from .learning_plots import *  # noqa: F403
+from .rate_plots import *  # noqa: F403
+from .style import *  # noqa: F403
 
-__all__ = [
-    "COLORS",
-    "use_style",
-    "label_ns",
-    "close",
-    "log2_axis",
-    "tex_sci",
-    "spectra_histograms",
-    "log_histograms",
-    "spectra_pair",
-    "distance_title",
-    "cdf_differences",
-    "pair_and_heads",
-    "rate_plot",
-    "rate_panels",
-    "edge_rates_figure",
-    "plot_distance_rates",
-    "plot_moment_rates",
-    "at_atoms",
-    "law_histograms",
-    "density_curves",
-    "chain_figure",
-    "law_figure",
-    "allocation_figure",
-    "ge_and_mha",
-    "OWN_STYLE",
-    "OWN_LABEL",
-    "own_curve",
-    "sharing_across_figure",
-    "sharing_within_figure",
-    "loss_figure",
-    "width_boundaries",
-    "budget_paths",
-    "error_map_figure",
-    "paths_figure",
-    "ratio_figure",
-]
+# The public names are the submodules' own (each module's __all__), in this order.
+__all__ = [*style.__all__, *histograms.__all__, *rate_plots.__all__, *law_plots.__all__, *learning_plots.__all__]
