@@ -36,6 +36,20 @@ CI_PARAMETERS = {"scale": "ci"}
 #: The chapters that take longest at "ci" scale, slowest first (their cells' seconds in a
 #: `make test` on the 2-core CI machine's kind); the other chapters follow in the book's order.
 CI_SLOWEST_FIRST = ("readout_learning", "spectral_shapes", "finite_size_table", "parameter_sharing", "limit_law")
+#: The test files that take longest (their durations in a `make test` on 2 cores, about 120 s
+#: down to 35 s each), slowest first: they follow the chapters, so that the short files end the run
+#: and the two workers finish together (started last, test_batch_interrupted alone kept one worker
+#: busy for about 100 s after the other had finished).
+SLOW_TEST_FILES = (
+    "test_batch",
+    "test_spectra",
+    "test_batch_interrupted",
+    "test_models_controls",
+    "test_sampling",
+    "test_numerics_host_linalg",
+    "test_lab",
+    "test_report",
+)
 ROOT = Path(__file__).resolve().parent
 
 
@@ -78,17 +92,19 @@ _FAILED: set = set()
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The chapters first, the slowest first (:data:`CI_SLOWEST_FIRST`), then the test files
-    in their order. ``make test`` spreads the suite over the cores with ``--dist loadfile``
-    (a chapter's cells, and a file's tests, on one worker, in order: a chapter's cells share
-    one kernel): the longest files then start first instead of last, and the cores finish
-    together."""
+    """The chapters first, the slowest first (:data:`CI_SLOWEST_FIRST`), then the slowest test
+    files (:data:`SLOW_TEST_FILES`), then the other test files in their order. ``make test``
+    spreads the suite over the cores with ``--dist loadfile`` (a chapter's cells, and a file's
+    tests, on one worker, in order: a chapter's cells share one kernel): the longest files then
+    start first instead of last, and the cores finish together."""
     slow = {name: k for k, name in enumerate(CI_SLOWEST_FIRST)}
+    slow_files = {name: k for k, name in enumerate(SLOW_TEST_FILES)}
 
     def rank(item):
+        stem = Path(item.path).stem
         if isinstance(item.parent, ChapterFile):
-            return (0, slow.get(Path(item.parent.path).stem, len(slow)))
-        return (1, 0)
+            return (0, slow.get(stem, len(slow)))
+        return (1, slow_files.get(stem, len(slow_files)))
 
     items[:] = sorted(items, key=rank)  # stable: the cells of a chapter, and the tests of a file, keep their order
 
