@@ -1,9 +1,10 @@
-"""Attention dimensions of public models.
+"""Attention dimensions of public models, and the paper's published numbers.
 
 The first six rows are the paper's Table 2 / D.2 (beta = 1, d_o = d, n <= d).
 The others are modern grouped-query (GQA) and vision models, with n capped at
 d as in the paper (the input needs ``X X^T / d = I_n``). Each preset names its
-source: the model's published configuration or paper.
+source: the model's published configuration or paper. The paper's Table D.1
+(the largest error bars of the learning figures) is :data:`TABLE_D1`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from .config import AttentionConfig, ConfigError
 
-__all__ = ["Preset", "PRESETS", "TABLE2", "get_preset", "preset_config"]
+__all__ = ["Preset", "PRESETS", "TABLE2", "get_preset", "preset_config", "ErrorBar", "TABLE_D1"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,3 +176,34 @@ def get_preset(name: str) -> Preset:
 def preset_config(name: str, **overrides: Any) -> AttentionConfig:
     """The :class:`AttentionConfig` of a named preset, with optional overrides."""
     return get_preset(name).config(**overrides)
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorBar:
+    """One row of the paper's Table D.1: the largest 95 % half-width of a panel's MHA markers.
+
+    ``absolute`` is that half-width, ``relative`` (per cent) the same over the value it
+    belongs to, so the row also gives one plotted value (:attr:`value`), the only
+    magnitudes the paper's learning figures have left us.
+    """
+
+    panel: str
+    quantity: str
+    absolute: float
+    relative: float  # per cent
+
+    @property
+    def value(self) -> float:
+        """The plotted value the error bar belongs to, ``absolute / (relative / 100)``."""
+        return self.absolute / (self.relative / 100)
+
+
+#: The paper's Table D.1, in its order (panel names as ``python -m gelib figure`` takes them).
+TABLE_D1: tuple[ErrorBar, ...] = (
+    ErrorBar("2a", "relative training loss", 0.00513, 13.314),
+    ErrorBar("2c", "coefficient error", 0.02381, 0.562),
+    ErrorBar("2d", "coefficient-error ratio", 0.00168, 0.108),
+    ErrorBar("3a", "arrival time, fixed widths", 4.43476, 10.425),
+    ErrorBar("3a", "arrival time, fixed parameter count", 2.75124, 6.486),
+    ErrorBar("3b", "coefficient error", 0.03015, 1.182),
+)

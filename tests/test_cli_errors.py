@@ -308,7 +308,7 @@ def test_presets_into_head_prints_one_line_and_no_traceback():
 # --- help texts ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [None, "compare", "law", "report", "presets", "batch", "render"])
+@pytest.mark.parametrize("command", [None, "compare", "law", "report", "presets", "figure", "batch", "render"])
 def test_no_help_text_prints_a_doubled_percent_sign(command, capsys):
     with pytest.raises(SystemExit) as e:
         main([command, "--help"] if command else ["--help"])

@@ -1,16 +1,18 @@
-"""Command line: ``python -m gelib {compare,law,report,presets,batch,render}``.
+"""Command line: ``python -m gelib {compare,law,report,presets,figure,batch,render}``.
 
 ``report`` writes a one-page report (figure and JSON) for one layer;
 ``compare`` samples the original multi-head attention and its Gaussian
 equivalent (or any two models of Table 1) from shared draws and reports the
 relative W1 and KS distances between their spectra over seeds; ``law``
 evaluates the free-probability limit law; ``presets`` lists the dimensions
-of public models; ``batch`` executes every chapter and renders the book;
+of public models; ``figure`` prints the GE curves of one panel of the
+learning figures; ``batch`` executes every chapter and renders the book;
 ``render`` renders chapters executed elsewhere (by the chapter tests).
 
 One argparse tree (:func:`build_parser`), one module per sub-command
-(:mod:`~bookrun.cli.compare`, :mod:`~bookrun.cli.law`, :mod:`~bookrun.cli.report`, :mod:`~bookrun.cli.presets`,
-:mod:`~bookrun.cli.batch`, :mod:`~bookrun.cli.render`), each with ``register(subparsers)`` and
+(:mod:`~bookrun.cli.compare`, :mod:`~bookrun.cli.law`, :mod:`~bookrun.cli.report`,
+:mod:`~bookrun.cli.presets`, :mod:`~bookrun.cli.figure`, :mod:`~bookrun.cli.batch`,
+:mod:`~bookrun.cli.render`), each with ``register(subparsers)`` and
 ``run(args) -> int``; the layer flags and the error format are shared
 (:mod:`~bookrun.cli.common`): every error reads
 ``python -m gelib <command>: error: <message>``, with exit status 2 for a bad
@@ -33,7 +35,7 @@ from collections.abc import Sequence
 
 from gelib.config import ConfigError
 
-from . import batch, compare, law, presets, render, report
+from . import batch, compare, figure, law, presets, render, report
 from .common import PROG, CommandParser, add_config_args, config_from_args, report_error
 
 __all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKEN_PIPE_STATUS"]
@@ -41,8 +43,8 @@ __all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKE
 #: The exit status when the output pipe closed early (``| head``), 128 + SIGPIPE (13), as a shell reports it.
 BROKEN_PIPE_STATUS = 141
 
-COMMANDS = ("compare", "law", "report", "presets", "batch", "render")
-_REGISTRATION = (compare, presets, batch, law, report, render)  # the order of the sub-commands in --help
+COMMANDS = ("compare", "law", "report", "presets", "figure", "batch", "render")
+_REGISTRATION = (compare, presets, figure, batch, law, report, render)  # the order of the sub-commands in --help
 
 
 def build_parser() -> argparse.ArgumentParser:
