@@ -24,7 +24,7 @@ install: $(STAMP)
 
 # pip byte-compiles everything it installs (about 15 s on 2 cores): where PYTHONDONTWRITEBYTECODE
 # is set, as on the CI machine, Python never writes .pyc files itself, and `--no-compile` made every
-# process of `make test` compile jax, scipy and matplotlib again (pytest 797 s against 620 s).
+# process of `make test` compile jax, scipy and matplotlib again (pytest 797 s against 628 s).
 $(STAMP): requirements.txt pyproject.toml tools/book_offline/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -r requirements.txt -e .

@@ -65,15 +65,15 @@ def test_3b_plots_a_finite_coefficient_error_and_reaches_table_d1(laws):
 
 
 @pytest.mark.parametrize(
-    ("name", "start", "key"),
+    ("name", "start", "key", "grid"),
     [
-        ("2a", "h = ", ("2a", "relative training loss")),
-        ("2c", "fixed budget", ("2c", "coefficient error")),
-        ("2d", "(64, 192)", ("2d", "coefficient-error ratio")),
+        ("2a", "h = ", ("2a", "relative training loss"), {}),
+        ("2c", "fixed budget", ("2c", "coefficient error"), {"step": 8}),  # every 8th head: half the laws
+        ("2d", "(64, 192)", ("2d", "coefficient-error ratio"), {"betas": (0.25, 0.5, 1.0)}),
     ],
 )
-def test_the_curves_reach_table_d1s_values(laws, name, start, key):
-    data = panel(name, laws=laws)
+def test_the_curves_reach_table_d1s_values(laws, name, start, key, grid):
+    data = panel(name, laws=laws, **grid)
     value = ROW[key].value
     for s in data["series"]:
         if s["label"].startswith(start):
