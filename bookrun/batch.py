@@ -265,11 +265,21 @@ def _check_value(name: str, value, default, chapter: str) -> None:
         )
 
 
+def _data_dir(root: Path, chapter: str, run_dir: Path) -> dict:
+    """``{"data_dir": run_dir/data/NAME}`` for a chapter whose parameters cell has ``data_dir`` (it
+    writes its figures' numbers there as CSV, :func:`bookrun.glue.figure_csv`), else ``{}``."""
+    if "data_dir" not in chapter_parameters(root / f"{chapter}.md"):
+        return {}
+    return {"data_dir": str(Path(run_dir) / "data" / Path(chapter).name)}
+
+
 def chapter_overrides(root: Path, chapters: list[str], parameters: dict) -> dict[str, dict]:
     """The overrides each chapter receives: only the names its parameters cell has.
 
     Raises :class:`BatchError` for a name no selected chapter has (naming the
     chapters of the book that do) or a value of the wrong type."""
+    if "data_dir" in parameters:
+        raise BatchError("-p data_dir: set by the batch itself (the run folder's data/CHAPTER), not a user parameter")
     own = {f: chapter_parameters(root / f"{f}.md") for f in chapters}
     for name, value in parameters.items():
         having = [f for f in chapters if name in own[f]]
@@ -998,7 +1008,7 @@ def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, r
                 spec = {
                     "source": str(root / f"{f}.md"),
                     "target": str(target),
-                    "parameters": {"scale": scale, **overrides[f]},
+                    "parameters": {"scale": scale, **overrides[f], **_data_dir(root, f, run_dir)},
                     "cwd": str((root / f).parent),
                     "timeout": timeout,
                     "result": str(work / f"{name}.result.json"),

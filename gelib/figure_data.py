@@ -1,27 +1,41 @@
-"""The numbers of the paper's learning figures, for re-plotting: the GE curves at Table D.3's dimensions.
+"""The numbers of the paper's learning figures (2, 3) and of Figure D.1, for re-plotting.
 
-:func:`panel` returns one panel of Figures 2 and 3 as plain data::
+:func:`panel` returns one panel as plain data::
 
     {"panel": "3a", "quantity": "arrival time", "x_label": "h_KV",
      "reading": {"epsilon": ..., "sigma": ..., "horizon": ...},
      "dimensions": {"n": 4096, "d": 4096, "h": 64, "h_kv": [1, ..., 64], ...},
      "series": [{"label": ..., "kind": "ge", "x": [...], "y": [...], "ci95": null}, ...],
-     "table_d1": [{"quantity": ..., "value": ..., "half_width": ...}]}
+     "table_d1": [{"quantity": ..., "value": ..., "half_width": ..., "relative_percent": ...}]}
 
-The curves are functionals of the limit law of each layer (:func:`gelib.attention_law.output_law`,
-checked by :class:`gelib.learning_markers.LimitLaws`), read as :data:`gelib.learning.TABLE_D1_READING`
-says; ``table_d1`` holds the paper's Table D.1 rows of the panel (the value its largest error
-bar belongs to, and that half-width). ``dimensions`` lists each field of the panel's layers: one
-value where all share it, else the sorted values. :func:`to_rows` flattens a panel into the rows
-of a CSV table.
+The GE curves are functionals of the limit law of each layer at Table D.3's dimensions
+(:func:`gelib.attention_law.output_law`, checked by :class:`gelib.learning_markers.LimitLaws`),
+read as :data:`gelib.learning.TABLE_D1_READING` says; 2(b) is the coefficient-error map, one
+series per output width; D1a-D1c are the densities of Figure D.1's limit laws (the book's
+dimensions, ``n = 4096``: the paper does not give them). ``table_d1`` holds the paper's Table
+D.1 rows of the panel (the value its largest error bar belongs to, and that half-width).
+``dimensions`` lists each field of the panel's layers: one value where all share it, else the
+sorted values.
+
+:func:`add_simulated_markers` appends the MHA markers (``"kind": "mha"``, with ``ci95``, the
+95 % Student-t half-widths over seeds) simulated on the layers of :func:`marker_layers` (the
+chapters' choice below Table D.3's size), after :func:`marker_seconds` has priced them;
+:func:`add_markers` appends markers computed elsewhere (the chapters'). :func:`to_rows`
+flattens a panel into the rows of a CSV table, :func:`write_csv` writes them.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
-from collections.abc import Callable, Sequence
+import functools
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from .config import AttentionConfig
@@ -30,15 +44,29 @@ from .learning import (
     Reading,
     arrival_time,
     coefficient_error,
+    error_map_grid,
     fixed_budget_path,
     fixed_output_path,
     shared_widths,
+    shrink,
     training_loss,
 )
-from .learning_markers import LimitLaws
+from .learning_markers import LimitLaws, SoftmaxSpectra, simulation_seconds
 from .presets import TABLE_D1
+from .spectra import summarize
 
-__all__ = ["PanelSpec", "PANELS", "panel", "to_rows"]
+__all__ = [
+    "PanelSpec",
+    "PANELS",
+    "panel",
+    "marker_layers",
+    "marker_layer_set",
+    "marker_seconds",
+    "add_simulated_markers",
+    "add_markers",
+    "to_rows",
+    "write_csv",
+]
 
 
 def _layer(h: int, d_o: int, n: int = 4096, d: int = 4096, d_k: int = 64, d_v: int = 64, **kw) -> AttentionConfig:
@@ -95,6 +123,35 @@ def _series_3b() -> _Series:
     ]
 
 
+def _series_2b(step: int = 8, log2_step: float = 0.25) -> _Series:
+    """One series per output width of the map (rows ``d_O``, points ``h``), Table D.3's ``n = 4096``."""
+    hs, d_os = error_map_grid(4096, 16, 128, step, log2_step)
+    return [(f"d_O = {d_o}", [(int(h), (_layer(int(h), int(d_o)),)) for h in hs]) for d_o in d_os]
+
+
+def _d1_layer(h: int, n: int = 4096, d_o: int | None = None, **kw) -> AttentionConfig:
+    """Figure D.1's layers as the book chooses them (its dimensions are not in the paper):
+    ``h d_V = n`` split into ``h`` heads, ``d_K = d_V = n / h``, ``d = max(n, d_O)``, ``d_O = n``."""
+    d_o = n if d_o is None else d_o
+    return AttentionConfig(n=n, d=max(n, d_o), h=h, d_k=n // h, d_o=d_o, **kw)
+
+
+def _series_d1(name: str, n: int = 4096) -> _Series:
+    """Figure D.1's panels at context length ``n``: one series per layer, the point ``x = 0``
+    standing for the whole density."""
+    layers = {
+        "D1a": {f"h = {h}": _d1_layer(h, n) for h in (1, 4, 16, 64)},
+        "D1b": {f"d_O = {f}": _d1_layer(4, n, d_o=int(n * v)) for f, v in (("n/2", 0.5), ("n", 1), ("2n", 2))},
+        "D1c": {
+            "unshared": _d1_layer(4, n),
+            "GQA (h_KV = 2)": _d1_layer(4, n, h_kv=2),
+            "MQA (h_KV = 1)": _d1_layer(4, n, h_kv=1),
+            "K=V tied": _d1_layer(4, n, tie_kv=True),
+        },
+    }[name]
+    return [(label, [(0.0, (cfg,))]) for label, cfg in layers.items()]
+
+
 @dataclasses.dataclass(frozen=True)
 class PanelSpec:
     """One panel: its plotted quantity, its x axis, and the function that lists its series."""
@@ -107,10 +164,14 @@ class PanelSpec:
 #: The panels :func:`panel` knows, by the name ``python -m gelib figure`` takes.
 PANELS: dict[str, PanelSpec] = {
     "2a": PanelSpec("relative training loss", "t", _series_2a),
+    "2b": PanelSpec("coefficient error (one series per d_O)", "h", _series_2b),
     "2c": PanelSpec("coefficient error", "h", _series_2c),
     "2d": PanelSpec("coefficient-error ratio", "beta", _series_2d),
     "3a": PanelSpec("arrival time", "h_KV", _series_3a),
     "3b": PanelSpec("coefficient error", "h", _series_3b),
+    "D1a": PanelSpec("density of the limit law", "eigenvalue", functools.partial(_series_d1, "D1a")),
+    "D1b": PanelSpec("density of the limit law", "eigenvalue", functools.partial(_series_d1, "D1b")),
+    "D1c": PanelSpec("density of the limit law", "eigenvalue", functools.partial(_series_d1, "D1c")),
 }
 
 
@@ -129,38 +190,50 @@ def panel(
     times: Sequence[float] = tuple(np.geomspace(1e-2, 1e2, 41)),
     step: int = 4,
     betas: Sequence[float] = tuple(np.round(np.arange(0.25, 2.501, 0.25), 2)),
+    map_step: int = 16,
+    map_log2_step: float = 0.5,
+    points: int = 200,
 ) -> dict[str, Any]:
     """The GE curves of one panel at Table D.3's dimensions (the module's schema).
 
     ``name``: a key of :data:`PANELS` (a :class:`KeyError` names the known ones);
     ``laws``: a :class:`~gelib.learning_markers.LimitLaws` cache to share between calls;
     ``times``: the time grid of 2(a); ``step``: the spacing of the head counts of 2(c);
-    ``betas``: the inverse temperatures of 2(d).
+    ``betas``: the inverse temperatures of 2(d); ``map_step`` and ``map_log2_step``: the
+    spacing of the head counts and of ``log2 d_O`` of the map 2(b)
+    (:func:`gelib.learning.error_map_grid`); ``points``: about how many points of each density
+    of Figure D.1 (:meth:`gelib.freeprob.Law.grid`, clustered at the edges; an atom's mass is
+    in its series' label).
     """
     if name not in PANELS:
         raise KeyError(f"unknown panel {name!r}; known panels: {', '.join(PANELS)}")
     spec = PANELS[name]
     laws = LimitLaws(1e-9) if laws is None else laws
-    args = {"2c": (step,), "2d": (betas,)}.get(name, ())
+    args = {"2b": (map_step, map_log2_step), "2c": (step,), "2d": (betas,)}.get(name, ())
     t = np.asarray(times, dtype=float)
 
     def error(cfg: AttentionConfig) -> float:
         return float(coefficient_error(laws(cfg), reading.horizon, cfg.n, cfg.d_o, reading.sigma)[0])
 
     series, layers = [], []
-    for label, points in spec.series(*args):
-        layers += [c for _, cs in points for c in cs]
+    for label, pts in spec.series(*args):
+        layers += [c for _, cs in pts for c in cs]
         if name == "2a":
-            (cfg,) = points[0][1]
+            (cfg,) = pts[0][1]
             x, y = t.tolist(), training_loss(laws(cfg), t).tolist()
+        elif name.startswith("D1"):
+            law = laws(pts[0][1][0])
+            grid = law.grid(points)
+            x, y = grid.tolist(), law.density(grid).tolist()
+            label += "".join(f" (atom of mass {m:.3g} at {loc:g})" for loc, m in law.atoms())
         else:
-            x = [p for p, _ in points]
+            x = [p for p, _ in pts]
             if name == "3a":
-                y = [arrival_time(laws(cs[0]), reading.epsilon) for _, cs in points]
+                y = [arrival_time(laws(cs[0]), reading.epsilon) for _, cs in pts]
             elif name == "2d":
-                y = [error(cs[0]) / error(cs[1]) for _, cs in points]
+                y = [error(cs[0]) / error(cs[1]) for _, cs in pts]
             else:
-                y = [error(cs[0]) for _, cs in points]
+                y = [error(cs[0]) for _, cs in pts]
         series.append({"label": label, "kind": "ge", "x": x, "y": [float(v) for v in y], "ci95": None})
     return {
         "panel": name,
@@ -170,11 +243,176 @@ def panel(
         "dimensions": _dimensions(layers),
         "series": series,
         "table_d1": [
-            {"quantity": row.quantity, "value": row.value, "half_width": row.absolute}
+            {"quantity": row.quantity, "value": row.value, "half_width": row.absolute, "relative_percent": row.relative}
             for row in TABLE_D1
             if row.panel == name
         ],
     }
+
+
+#: The inverse temperatures of 2(d)'s markers: the softmax layer's first-moment shift grows like
+#: ``e^{2 beta^2} / n``, so the markers stop at ``beta = 1`` below Table D.3's size.
+MARKER_BETAS = (0.5, 0.75, 1.0)
+
+
+def marker_layers(name: str, n: int) -> list[tuple[str, list[tuple[float, tuple[AttentionConfig, ...]]]]]:
+    """The softmax layers behind the MHA markers of a panel at context length ``n``.
+
+    Learning panels as the chapters simulate them: Table D.3's layers shrunk by
+    ``s = n / 4096`` (:func:`gelib.learning.shrink`: head counts and widths ``n``, ``d``,
+    ``d_O`` times ``s``, head widths kept; 2(d) at ``2n``), each point drawn at the table's
+    ``x`` (``h / s``, ``h_KV / s``), where the shrunk layer is representable (integer head
+    counts); 3(b) keeps ``h`` and every ratio (``d_K = n / (2h)``), drawn where ``d_K >= 32``;
+    Figure D.1 at ``n`` itself. Series as in :data:`PANELS`: ``(label, [(x, layers)])``.
+    Raises :class:`ValueError` for 2(b) (the map is the limit law only) and for an ``n``
+    that is not ``4096 / 2^k``.
+    """
+    if name not in PANELS:
+        raise KeyError(f"unknown panel {name!r}; known panels: {', '.join(PANELS)}")
+    if name == "2b":
+        raise ValueError("panel 2b is a map of the limit law: it has no markers")
+    if n < 64 or 4096 % n:
+        raise ValueError(f"n = {n}: the markers need n = 4096 / 2^k, at least 64")
+    s = n / 4096
+    if name.startswith("D1"):  # as the book's chapter: no head narrower than 32 below Table D.3's size
+        return [(lb, pts) for lb, pts in _series_d1(name, n) if pts[0][1][0].d_k >= 32]
+    if name == "3b":
+        return [
+            (
+                label,
+                [
+                    (h, (c.replace(n=n, d=2 * n, d_k=n // (2 * h), d_v=n // (2 * h), d_o=n // 2),))
+                    for h, (c,) in pts
+                    if n // (2 * h) >= 32
+                ],
+            )
+            for label, pts in _series_3b()
+        ]
+    if name == "2c":  # the paths rebuilt on the shrunk base layers, at every head count they allow
+        fo, fb = shrink(_layer(32, 2048), s), shrink(_layer(32, 36864), s)
+        return [
+            (label, [(p.cfg.h / s, (p.cfg,)) for p in path])
+            for label, path in (
+                ("fixed output (d_O = 2048)", fixed_output_path(fo, range(max(1, round(16 * s)), round(120 * s) + 1))),
+                ("fixed budget (N_par of h = 32, d_O = 36864)", fixed_budget_path(fb, range(fo.h, round(120 * s) + 1))),
+            )
+        ]
+    if name == "3a":  # the widths bought by sharing recomputed on the shrunk layer
+        base = shrink(_layer(64, 8192), s)
+        groups = [base.h // 2**k for k in range(base.h.bit_length())]
+        return [
+            ("fixed widths (d_K = d_V = 64)", [(g / s, (base.replace(h_kv=g),)) for g in groups]),
+            ("fixed parameter count (widths grow)", [(p.cfg.h_kv / s, (p.cfg,)) for p in shared_widths(base, groups)]),
+        ]
+    args = {"2d": (MARKER_BETAS,)}.get(name, ())
+    out = []
+    for label, pts in PANELS[name].series(*args):
+        keep = []
+        for x, cs in pts:
+            try:
+                keep.append((x, tuple(shrink(c, s) for c in cs)))
+            except ValueError:  # a head count that s does not divide
+                continue
+        out.append((label, keep))
+    return out
+
+
+def marker_layer_set(name: str, n: int) -> list[AttentionConfig]:
+    """The distinct softmax layers of a panel's markers (:func:`marker_layers`), in order."""
+    return list(dict.fromkeys(c for _, pts in marker_layers(name, n) for _, cs in pts for c in cs))
+
+
+def marker_seconds(name: str, n: int, seeds: int) -> float | None:
+    """The floor of simulating a panel's markers on this CPU (:func:`gelib.learning_markers.simulation_seconds`)."""
+    return simulation_seconds(marker_layer_set(name, n), seeds)
+
+
+def add_simulated_markers(
+    data: dict[str, Any], key: jax.Array, n: int, seeds: int, reading: Reading = TABLE_D1_READING, progress=None
+) -> dict[str, Any]:
+    """Simulate a panel's softmax layers (:func:`marker_layers`) and append their markers (in place).
+
+    Each point: the panel's quantity on each seed's eigenvalues, mean and 95 % interval over
+    ``seeds`` (:func:`gelib.spectra.summarize`); 2(a) at every 5th time of the curve; Figure D.1
+    as histograms (density per bin over the law's support and 1 % beyond, per seed, then mean and
+    interval). Every layer on its own stream ``stream(key, panel, label, f"{x:g}", i)`` (``i`` its
+    place in a ratio). ``progress``: a callable taking one message per layer, or ``None``.
+    """
+    name = data["panel"]
+    spectra = SoftmaxSpectra(key, seeds)
+    if name == "2a":  # the markers at every 5th time of the curve
+        t = np.asarray(next(sr["x"] for sr in data["series"] if sr["kind"] == "ge"), dtype=float)[::5]
+    for label, pts in marker_layers(name, n):
+        marks = []
+        for x, cs in pts:
+            if progress is not None:
+                progress(f"{label}, {data['x_label']} = {x:g}: {', '.join(c.describe() for c in cs)}")
+            evs = [spectra(c, name, label, f"{x:g}", i) for i, c in enumerate(cs)]
+            c = cs[0]
+            if name == "2a":
+                per_seed = np.array([training_loss(e, t) for e in evs[0]])
+                marks += [(float(tj), summarize(per_seed[:, j])) for j, tj in enumerate(t)]
+                continue
+            if name.startswith("D1"):
+                law = LimitLaws(1e-9)(c)
+                lo = min(a for a, _ in law.edges())
+                hi = max(b for _, b in law.edges())
+                bins = np.linspace(lo, hi + 0.01 * (hi - lo), 41)
+                dens = np.array([np.histogram(e, bins=bins)[0] / (len(e) * np.diff(bins)) for e in evs[0]])
+                marks += [(float(m), summarize(dens[:, j])) for j, m in enumerate((bins[1:] + bins[:-1]) / 2)]
+                continue
+
+            def error(e: np.ndarray, cfg: AttentionConfig) -> float:
+                return float(coefficient_error(e, reading.horizon, cfg.n, cfg.d_o, reading.sigma)[0])
+
+            if name == "3a":
+                vals = [arrival_time(e, reading.epsilon) for e in evs[0]]
+            elif name == "2d":
+                vals = [error(a, cs[0]) / error(b, cs[1]) for a, b in zip(*evs)]
+            else:
+                vals = [error(e, c) for e in evs[0]]
+            marks.append((float(x), summarize(vals)))
+        add_markers(data, f"{label} (MHA, n = {pts[0][1][0].n if pts else n})", marks)
+    data["markers"] = {"n": n, "seeds": seeds}
+    return data
+
+
+def add_markers(data: dict[str, Any], label: str, points: Iterable[tuple[float, Any]]) -> dict[str, Any]:
+    """Append one series of MHA markers to a panel (in place; returns it).
+
+    ``points``: ``(x, summary)`` pairs, ``summary`` with ``mean`` and ``ci95`` (a
+    :class:`gelib.spectra.Summary`); the series is ``{"label", "kind": "mha", "x", "y", "ci95"}``.
+    """
+    pts = list(points)
+    data["series"].append(
+        {
+            "label": label,
+            "kind": "mha",
+            "x": [float(x) for x, _ in pts],
+            "y": [float(s.mean) for _, s in pts],
+            "ci95": [float(s.ci95) for _, s in pts],
+        }
+    )
+    return data
+
+
+def write_csv(data: dict[str, Any], path: str | Path) -> Path:
+    """Write :func:`to_rows` of the panel to ``path`` as CSV, by rename (the file is the old one or
+    the whole new one); the folder must exist. Whether an existing file may be replaced is the
+    caller's decision. Returns the path."""
+    path = Path(path)
+    rows = to_rows(data)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["panel", "quantity", "series", "kind", "x", "y", "ci95"])
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def to_rows(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -78,6 +78,7 @@ __all__ = [
     "teacher_errors",
     "Crossing",
     "unit_crossings",
+    "level_crossings",
     "compare_paths",
     "refined_paths",
     "error_map_grid",
@@ -444,23 +445,32 @@ def readout_error(mu: ArrayLike | Law, cfg: AttentionConfig, t: float, sigma: fl
     return float(coefficient_error(mu, t, cfg.n, cfg.d_o, sigma)[0])
 
 
-def path_errors(
-    points: Sequence[PathPoint], laws: Callable[[AttentionConfig], Law], times: dict[str, float], sigma: float
-) -> dict:
-    """The GE coefficient error along a path, at several training times.
+def path_errors(points: Sequence[PathPoint], laws: Callable[[AttentionConfig], Law], t: float, sigma: float) -> dict:
+    """The GE coefficient error along a path, read at the time ``t`` with label noise ``sigma``.
 
-    Returns ``h`` and ``d_o`` (arrays along the path), for each ``reading``
-    of ``times`` the errors :func:`readout_error` at ``times[reading]`` on
-    ``laws(cfg)``, and ``bounds``: the head counts on a width boundary.
+    Returns ``h`` and ``d_o`` (arrays along the path), ``error``: :func:`readout_error`
+    at ``t`` on ``laws(cfg)`` (shape ``(k,)``), and ``bounds``: the head counts on a width
+    boundary (:func:`on_width_boundary`).
     """
     cfgs = [p.cfg for p in points]
-    errors = {r: np.array([readout_error(laws(c), c, t, sigma) for c in cfgs]) for r, t in times.items()}
     return dict(
         h=np.array([c.h for c in cfgs]),
         d_o=np.array([c.d_o for c in cfgs]),
-        **errors,
+        error=np.array([readout_error(laws(c), c, t, sigma) for c in cfgs]),
         bounds=[c.h for c in cfgs if on_width_boundary(c)],
     )
+
+
+def level_crossings(x: ArrayLike, values: ArrayLike, level: float) -> list[tuple[float, float]]:
+    """The neighbouring points of a sampled curve between which it crosses ``level``.
+
+    ``x`` (increasing) and ``values`` have shape ``(k,)``; ``inf`` counts as above any level.
+    Returns ``(x[i], x[i + 1])`` for every ``i`` where one value is at least ``level`` and the
+    other below it, in order: on a path of head counts evaluated at every ``h`` around the
+    crossing (:func:`refined_paths` with ``levels``), the two head counts it falls between.
+    """
+    x, above = np.asarray(x), np.asarray(values, dtype=float) >= level
+    return [(x[i].item(), x[i + 1].item()) for i in np.flatnonzero(above[1:] != above[:-1])]
 
 
 def spread_off_boundary(points: Sequence[PathPoint], k: int) -> list[PathPoint]:
@@ -534,20 +544,21 @@ def unit_crossings(
     exact: Callable[[float], float] | None = None,
     touch: float = 1e-3,
     xtol: float = 1e-7,
+    level: float = 1.0,
 ) -> list[Crossing]:
-    """Every point where a positive curve sampled on ``grid`` crosses 1.
+    """Every point where a positive curve sampled on ``grid`` crosses ``level`` (1 by default).
 
     ``grid`` (increasing) and ``values`` have shape ``(k,)``.
 
-    Between neighbouring grid points where ``log(values)`` changes sign
-    (points with ``|log value| < touch``, where the curve merely touches 1,
-    are skipped), the root of a cubic spline of ``log(values)`` through the
-    grid (Brent's method); if ``exact`` (the curve itself) is given, the root
-    is then polished by the secant method on ``log(exact(x))`` to ``xtol``
-    and its residual ``exact(x) - 1`` recorded.
+    Between neighbouring grid points where ``log(values / level)`` changes sign
+    (points with ``|log(value / level)| < touch``, where the curve merely touches
+    the level, are skipped), the root of a cubic spline of ``log(values / level)``
+    through the grid (Brent's method); if ``exact`` (the curve itself) is given, the
+    root is then polished by the secant method on ``log(exact(x) / level)`` to ``xtol``
+    and its residual ``exact(x) - level`` recorded.
     """
     grid = np.asarray(grid, dtype=float)
-    logr = np.log(np.asarray(values, dtype=float))
+    logr = np.log(np.asarray(values, dtype=float) / level)
     spline = scipy.interpolate.CubicSpline(grid, logr)
     live = np.flatnonzero(np.abs(logr) > touch)
     out = []
@@ -558,8 +569,10 @@ def unit_crossings(
         if exact is None:
             out.append(Crossing(float(x), None))
             continue
-        x = scipy.optimize.root_scalar(lambda u: math.log(exact(u)), x0=x, x1=x + 0.01, method="secant", xtol=xtol).root
-        out.append(Crossing(float(x), float(exact(x) - 1)))
+        x = scipy.optimize.root_scalar(
+            lambda u: math.log(exact(u) / level), x0=x, x1=x + 0.01, method="secant", xtol=xtol
+        ).root
+        out.append(Crossing(float(x), float(exact(x) - level)))
     return out
 
 
@@ -616,9 +629,10 @@ def refined_paths(
     make: dict[str, Callable[[Sequence[int]], Sequence[PathPoint]]],
     heads: dict[str, Sequence[int]],
     laws: Callable[[AttentionConfig], Law],
-    times: dict[str, float],
+    t: float,
     sigma: float,
     step: int,
+    levels: Sequence[float] = (),
 ) -> tuple[dict, dict]:
     """The errors along two paths on a grid of head counts, refined where the findings are.
 
@@ -626,48 +640,49 @@ def refined_paths(
     (e.g. ``functools.partial(fixed_output_path, base)``), ``heads[name]`` all
     its head counts (increasing, consecutive); the two names, in order, are
     the fixed-output and the fixed-budget path of :func:`compare_paths`.
-    The errors (:func:`path_errors`) are evaluated every ``step`` head
-    counts (counted from the smaller first head count; each path's ends
-    too), then at every head count within
-    ``step`` of a path's smallest error and between neighbouring common
-    grid points where the winner changes, in any reading of ``times``. So
-    the findings of :func:`compare_paths` (the best head counts, ``tail``,
-    ``local_lo``, ``local_hi``) are those of the full paths (``step = 1``)
-    unless a change of winner, or a deeper minimum, lies entirely between
-    two grid points. Returns ``(curves, findings)``: ``curves[name]`` as
-    :func:`path_errors` on the head counts evaluated, ``findings[reading]``
-    as :func:`compare_paths`.
+    The errors (:func:`path_errors` at time ``t``, noise ``sigma``) are evaluated
+    every ``step`` head counts (counted from the smaller first head count; each
+    path's ends too), then at every head count within ``step`` of a path's smallest
+    error, between neighbouring common grid points where the winner changes, and
+    between neighbouring grid points of a path where its error crosses one of
+    ``levels`` (:func:`level_crossings`). So the findings of :func:`compare_paths`
+    (the best head counts, ``tail``, ``local_lo``, ``local_hi``) and the crossings of
+    ``levels`` are those of the full paths (``step = 1``) unless a change of winner,
+    a deeper minimum or a crossing and its return lie entirely between two grid
+    points. Returns ``(curves, findings)``: ``curves[name]`` as :func:`path_errors`
+    on the head counts evaluated, ``findings`` as :func:`compare_paths`.
     """
     (a, b) = names = list(make)
     full = {k: np.asarray(heads[k]) for k in names}
     h0 = min(full[k][0] for k in names)  # one grid for both paths, so that they share its points
     grid = {k: np.unique(np.r_[full[k][(full[k] - h0) % step == 0], full[k][[0, -1]]]) for k in names}
-    curves = {k: path_errors(make[k](grid[k].tolist()), laws, times, sigma) for k in names}
+    curves = {k: path_errors(make[k](grid[k].tolist()), laws, t, sigma) for k in names}
     extra: dict[str, set[int]] = {k: set() for k in names}
-    for r in times:
-        for k in names:  # around each path's smallest error
-            h0 = curves[k]["h"][np.nanargmin(np.where(np.isfinite(curves[k][r]), curves[k][r], np.nan))]
-            extra[k].update(range(h0 - step + 1, h0 + step))
-        common = np.intersect1d(curves[a]["h"], curves[b]["h"])
-        ea, eb = ([curves[k][r][curves[k]["h"] == h][0] for h in common] for k in names)
-        wins = np.isfinite(eb) & (np.asarray(eb) < np.asarray(ea))  # as in compare_paths
-        for i in np.flatnonzero(np.diff(wins)):  # between grid points where the winner changes
-            for k in names:
-                extra[k].update(range(common[i] + 1, common[i + 1]))
-    out, findings = {}, {}
+    for k in names:
+        err = curves[k]["error"]
+        best = curves[k]["h"][np.nanargmin(np.where(np.isfinite(err), err, np.nan))]
+        extra[k].update(range(best - step + 1, best + step))  # around the path's smallest error
+        for level in levels:  # between grid points where the path crosses a level
+            for lo, hi in level_crossings(curves[k]["h"], err, level):
+                extra[k].update(range(int(lo) + 1, int(hi)))
+    common = np.intersect1d(curves[a]["h"], curves[b]["h"])
+    ea, eb = ([curves[k]["error"][curves[k]["h"] == h][0] for h in common] for k in names)
+    wins = np.isfinite(eb) & (np.asarray(eb) < np.asarray(ea))  # as in compare_paths
+    for i in np.flatnonzero(np.diff(wins)):  # between grid points where the winner changes
+        for k in names:
+            extra[k].update(range(common[i] + 1, common[i + 1]))
+    out = {}
     for k in names:
         hs = np.union1d(grid[k], [h for h in extra[k] if full[k][0] <= h <= full[k][-1]]).astype(int)
         new = [int(h) for h in hs if h not in grid[k]]
-        more = path_errors(make[k](new), laws, times, sigma) if new else None
+        more = path_errors(make[k](new), laws, t, sigma) if new else None
         merged = {}
-        for field in ("h", "d_o", *times):
+        for field in ("h", "d_o", "error"):
             v = np.r_[curves[k][field], more[field]] if more else curves[k][field]
             merged[field] = v[np.argsort(np.r_[grid[k], new])]
         merged["bounds"] = sorted(curves[k]["bounds"] + (more["bounds"] if more else []))
         out[k] = merged
-    for r in times:
-        findings[r] = compare_paths(out[a]["h"], out[a][r], out[b]["h"], out[b][r], out[b]["d_o"])
-    return out, findings
+    return out, compare_paths(out[a]["h"], out[a]["error"], out[b]["h"], out[b]["error"], out[b]["d_o"])
 
 
 def error_map_grid(

@@ -136,11 +136,22 @@ def test_slow_chapters_start_first_on_a_fresh_clone_then_by_the_last_run(book, c
 
 def test_overrides_are_checked_against_each_chapters_parameters(book, capsys):
     (book / "book" / "bad.md").write_text(
-        chapter(["from myst_nb import glue\nglue('w', width, display=False)"]).replace(
-            "seed = 0\n", "seed = 0\nwidth = 3\n"
-        )
+        chapter(
+            [
+                "from myst_nb import glue\nglue('w', width, display=False)",
+                "from bookrun.glue import figure_csv\nfigure_csv({'panel': 'p', 'quantity': 'q', 'series': "
+                "[{'label': 'l', 'kind': 'ge', 'x': [1], 'y': [width], 'ci95': None}]}, data_dir, 'fig')",
+            ]
+        ).replace("seed = 0\n", "seed = 0\nwidth = 3\ndata_dir = None\n")
     )
-    assert chapter_parameters(book / "book" / "bad.md") == {"scale": "default", "seed": 0, "width": 3}
+    assert chapter_parameters(book / "book" / "bad.md") == {
+        "scale": "default",
+        "seed": 0,
+        "width": 3,
+        "data_dir": None,
+    }
+    with pytest.raises(BatchError, match="-p data_dir: set by the batch itself"):
+        run_batch(book, "ci", None, {"data_dir": "/tmp"}, out=book / "r0", render=False)
     with pytest.raises(BatchError, match="-p typo: not a parameter of any chapter selected$"):
         run_batch(book, "ci", None, {"typo": 3}, out=book / "r0", render=False)
     with pytest.raises(BatchError, match="-p width: not a parameter .*the chapters that have it: bad"):
@@ -152,7 +163,13 @@ def test_overrides_are_checked_against_each_chapters_parameters(book, capsys):
     # a name some chapters have goes to those only, and the record says so per chapter
     assert run_batch(book, "ci", None, {"width": 5}, out=book / "r3", render=False) == 0
     chapters = json.loads((book / "r3" / "record.json").read_text())["chapters"]
-    assert chapters["bad"]["parameters"] == {"scale": "ci", "width": 5} and chapters["bad"]["glued"] == {"w": "5"}
+    data_dir = str(book / "r3" / "data" / "bad")  # the batch gives the chapter a folder in the run folder
+    assert chapters["bad"]["parameters"] == {"scale": "ci", "width": 5, "data_dir": data_dir}
+    assert chapters["bad"]["glued"] == {"w": "5"}
+    assert (book / "r3" / "data" / "bad" / "fig.csv").read_text().splitlines() == [
+        "panel,quantity,series,kind,x,y,ci95",
+        "p,q,l,ge,1,5,",
+    ]
     assert chapters["good"]["parameters"] == {"scale": "ci"}
 
 

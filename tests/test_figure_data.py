@@ -13,12 +13,14 @@ reading (epsilon = 0.1: 0.24) by a factor 177.
 import csv
 import json
 
+import numpy as np
 import pytest
 
 from bookrun.cli import main
-from gelib.figure_data import PANELS, panel, to_rows
-from gelib.learning_markers import LimitLaws
+from gelib.figure_data import PANELS, add_simulated_markers, marker_layers, panel, to_rows
+from gelib.learning_markers import LimitLaws, law_parameters
 from gelib.presets import TABLE_D1
+from gelib.spectra import summarize
 
 ROW = {(r.panel, r.quantity): r for r in TABLE_D1}
 
@@ -103,3 +105,89 @@ def test_the_command_prints_the_schema_and_keeps_an_existing_csv(tmp_path, capsy
     assert "exists; pass --force" in capsys.readouterr().err
     assert mine.read_text() == "a user's table\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_d1_densities_have_the_closed_form_mean(laws):
+    """Figure D.1's GE curves: each density (plus its atoms) has the exact mean ``(e^{beta^2} - 1) d_O / n``
+    (``+ beta^2 d_O / d_K`` tied), and the mass the grid sees is 1 up to the hard edges at 0."""
+    for name in ("D1a", "D1b", "D1c"):
+        data = panel(name, laws=laws, points=400)
+        for s, (_, pts) in zip(data["series"], PANELS[name].series()):
+            cfg = pts[0][1][0]
+            x, y = np.array(s["x"]), np.array(s["y"])
+            atoms = sum(m for _, m in laws(cfg).atoms())
+            assert np.trapezoid(x * y, x) == pytest.approx(cfg.first_moment, rel=1e-3), s["label"]
+            assert 0.95 < np.trapezoid(y, x) + atoms <= 1 + 1e-6, s["label"]
+            assert ("atom of mass" in s["label"]) == (atoms > 0)
+
+
+def test_2b_map_peaks_on_the_width_boundaries(laws):
+    """Read at a finite time, the error of the map is largest in each row where ``h d_V = min(n, d_O)``: there
+    the law has a hard edge at 0 and the noise term grows like ``sigma^2 sqrt(t)`` instead of saturating."""
+    data = panel("2b", laws=laws, map_step=32, map_log2_step=1.0)
+    assert data["dimensions"]["n"] == 4096 and 4096 in data["dimensions"]["d_o"]
+    peaks = 0
+    for s in data["series"]:
+        d_o = int(s["label"].removeprefix("d_O = "))
+        boundary = min(4096, d_o) // 64
+        if boundary in s["x"]:
+            assert s["x"][int(np.argmax(s["y"]))] == boundary, s["label"]
+            peaks += 1
+    assert peaks >= 4
+
+
+def test_marker_layers_keep_the_tables_ratios():
+    s = 512 / 4096
+    for name in ("2a", "2c", "3a"):
+        for label, pts in marker_layers(name, 512):
+            for x, (c,) in pts:
+                assert c.n == 512 and (c.d_k == 64 or label.startswith("fixed parameter"))
+                assert x == pytest.approx({"2a": 0.0, "2c": c.h / s, "3a": c.h_kv / s}[name])
+                if not label.startswith(("fixed budget", "fixed parameter")):  # these re-solve their widths
+                    assert (c.h * c.d_v / c.n, c.d_o / c.n) in {(h * 64 / 4096, d_o / 4096) for h, d_o in TABLE_LAYERS}
+    table = {label: dict(pts) for label, pts in PANELS["3b"].series()}
+    for label, pts in marker_layers("3b", 512):  # every ratio kept: the limit law is the table's
+        assert [x for x, _ in pts] == [2, 4, 8] and all(c.d_k >= 32 for _, (c,) in pts)
+        assert all(law_parameters(c) == law_parameters(table[label][x][0]) for x, (c,) in pts)
+    assert [label for label, _ in marker_layers("D1a", 512)] == ["h = 1", "h = 4", "h = 16"]  # d_K >= 32
+    with pytest.raises(ValueError, match="no markers"):
+        marker_layers("2b", 512)
+    with pytest.raises(ValueError, match="4096 / 2"):
+        marker_layers("3a", 300)
+
+
+TABLE_LAYERS = {(32, 8192), (64, 8192), (128, 8192)} | {(h, 2048) for h in range(16, 121)} | {(64, 8192)}
+
+
+def test_simulated_markers_summarise_each_point(monkeypatch):
+    """The markers' plumbing on stand-in spectra: each point is the mean and Student-t interval over seeds of
+    the panel's quantity on each seed's eigenvalues."""
+    rng = np.random.default_rng(3)
+
+    class Fake:
+        def __init__(self, key, seeds):
+            self.seeds = seeds
+
+        def __call__(self, cfg, *path):
+            x = rng.normal(size=(self.seeds, cfg.n, cfg.d_o))
+            return np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / cfg.n)
+
+    monkeypatch.setattr("gelib.figure_data.SoftmaxSpectra", Fake)
+    data = {"panel": "3b", "x_label": "h", "series": []}  # the GE curves play no part in the markers
+    seen = []
+    monkeypatch.setattr("gelib.figure_data.summarize", lambda v: seen.append(list(v)) or summarize(v))
+    add_simulated_markers(data, None, 256, 3)
+    mha = [s for s in data["series"] if s["kind"] == "mha"]
+    assert [s["x"] for s in mha] == [[2.0, 4.0], [2.0, 4.0]] and data["markers"] == {"n": 256, "seeds": 3}
+    assert len(seen) == 4 and all(len(v) == 3 for v in seen)
+    assert [s["y"] + s["ci95"] for s in mha] == [
+        [summarize(seen[0]).mean, summarize(seen[1]).mean, summarize(seen[0]).ci95, summarize(seen[1]).ci95],
+        [summarize(seen[2]).mean, summarize(seen[3]).mean, summarize(seen[2]).ci95, summarize(seen[3]).ci95],
+    ]
+
+
+def test_the_command_refuses_markers_it_cannot_draw(capsys):
+    assert main(["figure", "2b", "--markers"]) == 2
+    assert capsys.readouterr().err.strip().endswith("panel 2b is a map of the limit law: it has no markers")
+    assert main(["figure", "3b", "--markers", "--seeds", "1"]) == 2
+    assert "at least 2" in capsys.readouterr().err

@@ -267,220 +267,6 @@ def test_range_table_spans():
     assert rows[1][3] == "2" and rows[1][8] == f"{L.n_params(path[0]):.3g}"
 
 
-# --- limit laws, softmax spectra and markers ------------------------------------------------
-
-
-class ScaledMomentsLaw:
-    """A law whose reported exact moments are off by a factor: the quadrature check must see it."""
-
-    def __init__(self, law, factor):
-        self.law, self.factor = law, factor
-
-    def moments(self, k):
-        return self.law.moments(k) * self.factor
-
-    def __getattr__(self, name):
-        return getattr(self.law, name)
-
-
-def test_quadrature_error_sees_wrong_moments():
-    law = marchenko_pastur(0.5)
-    assert MK.quadrature_error(law) < 1e-12
-    # m_1, m_2 reported 1 % too large: the quadrature misses them by 1 - 1/1.01
-    assert MK.quadrature_error(ScaledMomentsLaw(law, 1.01)) == pytest.approx(1 - 1 / 1.01, rel=1e-9)
-    # an atom at 0 (MP with ratio 2: mass 1/2 there) is counted in the total mass
-    assert MK.quadrature_error(marchenko_pastur(2.0)) < 1e-12
-
-
-def test_limit_laws_cache_check_and_mean():
-    calls = []
-
-    def law_fn(cfg):
-        calls.append(cfg)
-        from gelib.attention_law import output_law
-
-        return output_law(cfg)
-
-    laws = MK.LimitLaws(1e-9, law_fn=law_fn)
-    cfgs = [
-        AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512),
-        AttentionConfig(n=256, d=512, h=4, d_k=32, d_o=128, tie_kv=True),
-        AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512, beta=1.5),
-    ]
-    for c in cfgs:
-        assert laws(c) is laws(c)
-        # the exact mean eigenvalue against its closed form (e^{b^2} - 1 (+ b^2 n / d_K tied)) d_O / n
-        assert laws.mean(c) == pytest.approx(c.first_moment, rel=1e-12)
-    assert calls == cfgs and len(laws) == 3
-    assert 0 < laws.max_error < 1e-9 and laws.max_error == max(laws.errors.values())
-    bad = MK.LimitLaws(1e-9, law_fn=lambda c: ScaledMomentsLaw(marchenko_pastur(0.5), 1.001))
-    with pytest.raises(ValueError, match="misses the exact moments"):
-        bad(cfgs[0])
-    assert len(bad) == 0 and MK.LimitLaws().max_error == 0.0
-
-
-def test_softmax_spectra_use_the_named_stream():
-    import jax
-
-    from gelib.keys import tag
-    from gelib.spectra import model_spectra
-
-    cfg = AttentionConfig(n=32, d=32, h=2, d_k=16, d_o=48)
-    key = jax.random.key(3)
-    mha = MK.SoftmaxSpectra(key, seeds=2)
-    ev = mha(cfg, "panel", 7)
-    assert ev.shape == (2, 32)
-    # the stream by hand: fold_in of each path element's tag
-    direct = model_spectra(
-        jax.random.fold_in(jax.random.fold_in(key, tag("panel")), 7), cfg, ("mha",), 2, progress=False
-    )["mha"]
-    np.testing.assert_array_equal(ev, direct)
-    assert mha(cfg, "another", 1) is ev and len(mha) == 1  # simulated once per layer
-    # mean eigenvalue of the softmax layer near its limit (e - 1) d_O / n, up to the finite-size shift
-    assert ev.mean() == pytest.approx(cfg.first_moment, rel=0.3)
-    other = mha(cfg.replace(d_o=24), "panel", 7)
-    assert len(mha) == 2 and other.shape == (2, 32)
-
-
-UNTIED = AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512)
-TIED = AttentionConfig(n=256, d=512, h=4, d_k=64, d_o=128, tie_kv=True)
-
-
-def test_predicted_shift_is_the_first_moment_bias():
-    from gelib.models import mha_shift_exact
-    from gelib.spectra import mean_shift
-
-    b = MK.predicted_shift(UNTIED)
-    assert b == mha_shift_exact(256, 64)
-    # its leading order is about 1.58 / d_K - 12.1 / n at beta = 1; what that neglects is of the
-    # size of the square of the first order, (1.58 / d_K + 12.1 / n)^2
-    assert mean_shift(256, 64) == pytest.approx(1.582 / 64 - 12.06 / 256, abs=2e-3)
-    assert abs(b - mean_shift(256, 64)) < (1.582 / 64 + 12.06 / 256) ** 2
-    assert MK.predicted_shift(TIED) is None
-
-
-def test_shifted_law_is_the_law_of_the_rescaled_eigenvalue():
-    laws = MK.LimitLaws(1e-9, law_fn=lambda c: marchenko_pastur(0.5))
-    c = 1 + MK.predicted_shift(UNTIED)
-    m = marchenko_pastur(0.5).moments(2)
-    law = laws.shifted(UNTIED)
-    np.testing.assert_allclose(law.moments(2), m * np.array([c, c * c]), rtol=1e-12)
-    assert law.edges()[0][1] == pytest.approx(c * (1 + math.sqrt(0.5)) ** 2, rel=1e-9)
-    assert laws.shifted(UNTIED) is law  # cached
-    assert laws.shifted(TIED) is None
-
-
-def test_marker_table_rule_against_the_prediction():
-    t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
-    v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
-    s = t.add("a", "close", 400, 1.0, v, predicted=1.02, asserted=True)
-    lo, hi = scipy.stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=scipy.stats.sem(v))
-    assert s.mean == pytest.approx(v.mean()) and s.ci95 == pytest.approx((hi - lo) / 2)
-    # 9 % off GE but on its prediction: within; the same values against GE alone miss it
-    t.add("a", "shifted", 400, 1.0, [1.09, 1.091, 1.089], predicted=1.09, asserted=True)
-    t.add("a", "unpredicted", 400, 1.0, [1.09, 1.091, 1.089])
-    m0, m1, m2 = t.markers
-    assert m0.reference == 1.02 and m2.reference == 1.0 and not m2.asserted
-    assert t.tolerance(m0) == pytest.approx(2.5 * s.ci95 / 1.02)
-    assert m1.miss == pytest.approx(0.0, abs=1e-12) and m1.deviation == pytest.approx(0.09)
-    assert m2.miss == pytest.approx(0.09) and t.tolerance(m2) == pytest.approx(2.5 * m2.ci / 1.0)
-    # a miss of a measured marker is a departure, not a failure; asserted, it fails
-    assert t.misses() == [m2] and t.departures() == [m2] and t.bad() == []
-    t.add("a", "asserted miss", 400, 1.0, [1.09, 1.091, 1.089], asserted=True)
-    m3 = t.markers[3]
-    assert t.bad() == [m3] and t.departures() == [m2] and t.worst == pytest.approx(0.09 / t.tolerance(m3))
-    assert t.predicted == 2 and t.asserted == 3 and t.max_deviation == pytest.approx(0.09)
-    assert t.max_miss == pytest.approx(0.09)
-    assert t.summary() == {
-        "markers": 4,
-        "predicted": 2,
-        "asserted": 3,
-        "worst": t.worst,
-        "departures": 1,
-        "worst-dev": 100 * t.max_deviation,
-        "worst-miss": 100 * t.max_miss,
-    }
-    rows = table_cells(t.markdown())
-    assert len(rows) == 4 and rows[2][:5] == ["a", "unpredicted", "400", "1", "—"] and rows[2][6] == "+9.00 %"
-    assert [r[-1] for r in rows] == ["asserted, passes", "asserted, passes", "measured, departs", "asserted, FAILS"]
-    assert len(t) == 4
-
-
-def test_measure_mean_is_asserted_where_a_shift_is_predicted():
-    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
-    b = MK.predicted_shift(UNTIED)
-    ev = np.full((3, 8), 1.0) * (1 + b) + np.array([[-1e-3], [0.0], [1e-3]])  # mean eigenvalue m_1 (1 + b)
-    t.measure_mean("a", "untied", UNTIED, ev)
-    t.measure_mean("a", "tied", TIED, ev)
-    untied, tied = t.markers
-    assert untied.label == "untied, m_1" and untied.asserted and untied.predicted == pytest.approx(1 + b)
-    assert untied.mean == pytest.approx(1 + b)
-    assert not tied.asserted and tied.predicted is None and tied.ge == pytest.approx(1.0)
-    assert t.bad() == [] and t.asserted == 1
-
-
-def test_spread_excess_is_scale_free():
-    law = marchenko_pastur(0.5)  # m_2 / m_1^2 = 1.5
-    x = np.array([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]])
-    s = MK.spread_excess(law, x)
-    per_seed = np.array([(14 / 3) / 4 / 1.5 - 1, 1 / 1.5 - 1])
-    assert s.mean == pytest.approx(per_seed.mean())
-    assert MK.spread_excess(law, 7.0 * x).mean == pytest.approx(s.mean)
-
-
-def test_marker_table_predicts_the_mean_eigenvalue_exactly():
-    """For the mean eigenvalue the prediction is m_1 (1 + b), and for a ratio of two layers the ratio
-    of their shifts."""
-    laws = MK.LimitLaws()
-    t = MK.MarkerTable(laws)
-    b = MK.predicted_shift(UNTIED)
-    m1 = UNTIED.first_moment
-    ge, pred = t.predict(lambda mu: mu.moments(1)[0], UNTIED)
-    assert ge == pytest.approx(m1, rel=1e-12) and pred == pytest.approx(m1 * (1 + b), rel=1e-12)
-    other = UNTIED.replace(d_k=128)
-    b2 = MK.predicted_shift(other)
-    assert b2 != pytest.approx(b)  # the two layers' shifts differ, so the ratio moves
-    ge, pred = t.predict(lambda a, c: a.moments(1)[0] / c.moments(1)[0], UNTIED, other)
-    assert ge == pytest.approx(1.0, rel=1e-12) and pred == pytest.approx((1 + b) / (1 + b2), rel=1e-12)
-    ge, pred = t.predict(lambda mu: mu.moments(1)[0], TIED)  # no prediction for tied layers
-    assert pred is None and ge == pytest.approx(TIED.first_moment, rel=1e-12)
-
-
-def test_marker_table_measure():
-    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
-    law = marchenko_pastur(0.5)
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(4, 100, 200))
-    ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 200)  # (seeds, n), MP(0.5)
-    s = t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), TIED, ev)  # no shift: against the law
-    m = t.markers[0]
-    assert m.n == 256 and m.ge == L.arrival_time(law, 0.1) and m.predicted is None
-    assert s.mean == pytest.approx(np.mean([L.arrival_time(e, 0.1) for e in ev]))
-    assert not t.bad()  # sampled MP falls on its law
-    t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), UNTIED, ev)
-    b = MK.predicted_shift(UNTIED)
-    assert t.markers[1].predicted == pytest.approx(m.ge / (1 + b), rel=1e-8)  # time scales like 1 / eigenvalue
-
-
-def test_marker_table_curve_and_summary():
-    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
-    law = marchenko_pastur(0.5)
-    rng = np.random.default_rng(4)
-    x = rng.normal(size=(3, 64, 128))
-    ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 128)
-    times = np.array([0.1, 0.5, 2.0])
-    pairs = t.measure_curve("a", "mp", times, lambda mu: L.training_loss(mu, times), UNTIED, ev)
-    assert [p[0] for p in pairs] == list(times)
-    assert [m.label for m in t.markers] == ["mp, t=0.1", "mp, t=0.5", "mp, t=2"]
-    b = MK.predicted_shift(UNTIED)
-    for j, (_, s) in enumerate(pairs):
-        assert t.markers[j].ge == pytest.approx(L.training_loss(law, times[j])[0], rel=1e-12)
-        # the loss of the rescaled law at t is the law's at (1 + b) t
-        assert t.markers[j].predicted == pytest.approx(L.training_loss(law, (1 + b) * times[j])[0], rel=1e-9)
-        assert s.mean == pytest.approx(np.mean([L.training_loss(e, times[j])[0] for e in ev]), rel=1e-12)
-    assert t.summary()["markers"] == 3
-
-
 # --- the readout problem on one layer ----------------------------------------------------
 
 
@@ -515,16 +301,28 @@ def test_path_errors_and_spread_off_boundary():
     from gelib.attention_law import output_law
 
     points = L.fixed_output_path(AttentionConfig(n=64, d=64, h=1, d_k=16, d_o=32), range(1, 7))
-    cur = L.path_errors(points, output_law, {"end": math.inf, "early": 3.0}, 0.5)
-    assert list(cur["h"]) == [1, 2, 3, 4, 5, 6] and set(cur["d_o"]) == {32}
-    assert cur["bounds"] == [2]  # h d_V = d_O = 32
-    assert math.isinf(cur["end"][1]) and np.isfinite(np.delete(cur["end"], 1)).all()
-    for p, e in zip(points, cur["early"]):
+    end = L.path_errors(points, output_law, math.inf, 0.5)
+    assert list(end["h"]) == [1, 2, 3, 4, 5, 6] and set(end["d_o"]) == {32}
+    assert end["bounds"] == [2]  # h d_V = d_O = 32
+    assert math.isinf(end["error"][1]) and np.isfinite(np.delete(end["error"], 1)).all()
+    cur = L.path_errors(points, output_law, 3.0, 0.5)  # at a finite time the boundary is finite
+    assert cur["bounds"] == [2] and np.isfinite(cur["error"]).all()
+    for p, e in zip(points, cur["error"]):
         assert e == L.coefficient_error(output_law(p.cfg), 3.0, 64, 32, 0.5)[0]
     picked = L.spread_off_boundary(points, 3)
     assert [p.cfg.h for p in picked] == [1, 4, 6]  # first, middle, last of 1, 3..6
     assert [p.cfg.h for p in L.spread_off_boundary(points, 1)] == [6]
     assert [p.cfg.h for p in L.spread_off_boundary(points, 9)] == [1, 3, 4, 5, 6]
+
+
+def test_level_crossings():
+    h = np.array([2, 4, 6, 7, 8, 10])
+    err = np.array([0.5, 1.5, np.inf, 2.5, 0.5, 1.0])
+    assert L.level_crossings(h, err, 1.0) == [(2, 4), (7, 8), (8, 10)]  # reaching the level counts as above it
+    assert L.level_crossings(h, err, 2.0) == [(4, 6), (7, 8)]
+    assert L.level_crossings(h, err, 10.0) == [(4, 6), (6, 7)]  # inf is above any level
+    assert L.level_crossings(h, err, 0.1) == [] and L.level_crossings([1], [5.0], 1.0) == []
+    assert all(type(x) is int for pair in L.level_crossings(h, err, 1.0) for x in pair)  # plain ints, for glue
 
 
 def test_simulate_readout_against_the_ode_and_least_squares():
@@ -575,6 +373,13 @@ def test_unit_crossings():
     polished = L.unit_crossings(grid, values, exact=f)
     assert [c.x for c in polished] == pytest.approx([math.pi, 2 * math.pi], abs=1e-7)
     assert all(abs(c.residual) < 1e-9 for c in polished)
+    # another level: e^{1/2} at sin x = 1/2, i.e. pi/6, 5 pi/6 and 13 pi/6; the residual is f(x) - level
+    level = math.exp(0.5)
+    at_level = L.unit_crossings(grid, values, exact=f, level=level)
+    assert [c.x for c in at_level] == pytest.approx([math.pi / 6, 5 * math.pi / 6, 13 * math.pi / 6], abs=1e-7)
+    assert all(abs(c.residual) < 1e-9 for c in at_level)
+    rough = [c.x for c in L.unit_crossings(grid, values, level=level)]  # the same as scaling the curve
+    assert rough == pytest.approx([c.x for c in L.unit_crossings(grid, values / level)], abs=1e-12)
     # a curve that only touches 1 (within the touch band) does not cross it
     touching = np.exp(1e-4 * np.sin(grid))
     assert L.unit_crossings(grid, touching) == []
@@ -599,8 +404,9 @@ def test_compare_paths():
 
 
 def test_refined_paths_find_what_the_full_paths_find():
-    """Figure 2(c)'s two paths at n = 128 (d_K = 8): the findings of a grid every 3 or 5 head
-    counts, refined, against those of every head count (step 1)."""
+    """Figure 2(c)'s two paths at n = 128 (d_K = 8), at the end of training and at t = 10: the
+    findings and the crossings of a level of a grid every 3 or 5 head counts, refined, against
+    those of every head count (step 1)."""
     import functools
 
     base_fo = AttentionConfig(n=128, d=128, h=4, d_k=8, d_o=64)
@@ -611,23 +417,31 @@ def test_refined_paths_find_what_the_full_paths_find():
     }
     heads = {"fo": range(2, 16), "fb": range(4, 16)}
     laws = MK.LimitLaws()
-    times = {"end": math.inf, "early": 10.0}
-    full, want = L.refined_paths(make, heads, laws, times, 0.5, 1)
-    assert list(full["fo"]["h"]) == list(range(2, 16)) and list(full["fb"]["h"]) == list(range(4, 16))
-    assert full["fo"]["bounds"] == [8]  # h d_V = d_O = 64
-    for r in times:  # step 1 is compare_paths on path_errors
-        cur = {k: L.path_errors(make[k](heads[k]), laws, times, 0.5) for k in make}
-        assert want[r] == L.compare_paths(cur["fo"]["h"], cur["fo"][r], cur["fb"]["h"], cur["fb"][r], cur["fb"]["d_o"])
-    for step in (3, 5):
-        curves, got = L.refined_paths(make, heads, laws, times, 0.5, step)
-        assert len(curves["fo"]["h"]) + len(curves["fb"]["h"]) < 26
-        for r in times:
-            keys = ("tail", "tail_do", "local_lo", "local_hi", "best_fo", "best_fb", "min_fo", "min_fb")
-            assert {k: got[r][k] for k in keys} == {k: want[r][k] for k in keys}, (step, r)
-        for k in make:  # the refined curves are the full ones at the head counts evaluated
-            idx = np.searchsorted(full[k]["h"], curves[k]["h"])
-            for field in ("d_o", *times):
-                np.testing.assert_array_equal(curves[k][field], full[k][field][idx])
+    keys = ("tail", "tail_do", "local_lo", "local_hi", "best_fo", "best_fb", "min_fo", "min_fb")
+    level = 0.5
+    for t in (math.inf, 10.0):
+        full, want = L.refined_paths(make, heads, laws, t, 0.5, 1)
+        assert list(full["fo"]["h"]) == list(range(2, 16)) and list(full["fb"]["h"]) == list(range(4, 16))
+        assert full["fo"]["bounds"] == [8]  # h d_V = d_O = 64
+        cur = {k: L.path_errors(make[k](heads[k]), laws, t, 0.5) for k in make}  # step 1 is compare_paths
+        assert want == L.compare_paths(
+            cur["fo"]["h"], cur["fo"]["error"], cur["fb"]["h"], cur["fb"]["error"], cur["fb"]["d_o"]
+        )
+        crossings = {k: L.level_crossings(full[k]["h"], full[k]["error"], level) for k in make}
+        assert all(hi - lo == 1 for k in make for lo, hi in crossings[k]) and crossings["fo"]
+        for step in (3, 5):
+            curves, got = L.refined_paths(make, heads, laws, t, 0.5, step, levels=(level,))
+            assert len(curves["fo"]["h"]) + len(curves["fb"]["h"]) < 26
+            assert {k: got[k] for k in keys} == {k: want[k] for k in keys}, (step, t)
+            for k in make:  # the refined curves are the full ones at the head counts evaluated
+                assert L.level_crossings(curves[k]["h"], curves[k]["error"], level) == crossings[k], (step, t, k)
+                idx = np.searchsorted(full[k]["h"], curves[k]["h"])
+                for field in ("d_o", "error"):
+                    np.testing.assert_array_equal(curves[k][field], full[k][field][idx])
+    # without the level, the grid every 5 misses where the fixed-output path crosses 0.5 at t = 10 (between 4 and 5)
+    coarse, _ = L.refined_paths(make, heads, laws, 10.0, 0.5, 5)
+    assert L.level_crossings(coarse["fo"]["h"], coarse["fo"]["error"], level) == [(2, 7)]
+    assert crossings["fo"] == [(4, 5)]
 
 
 def test_error_map_grid():
@@ -659,6 +473,27 @@ def summary(mean, ci):
     return Summary(mean, ci, ci, 3)
 
 
+def panel_data(name, ge, mha=(), table_d1=(), dimensions=None):
+    """A panel in :mod:`gelib.figure_data`'s schema: GE series ``(label, x, y)``, MHA series
+    ``(label, [(x, summary)])`` (added by ``add_markers``) and Table D.1 rows ``(value, half-width)``."""
+    import dataclasses
+
+    from gelib import figure_data
+
+    data = {
+        "panel": name,
+        "quantity": "q",
+        "x_label": "x",
+        "reading": dataclasses.asdict(L.TABLE_D1_READING),
+        "dimensions": dimensions or {},
+        "series": [{"label": lb, "kind": "ge", "x": list(x), "y": list(y), "ci95": None} for lb, x, y in ge],
+        "table_d1": [{"quantity": "q", "value": v, "half_width": hw} for v, hw in table_d1],
+    }
+    for label, pts in mha:
+        figure_data.add_markers(data, label, pts)
+    return data
+
+
 def test_ge_and_mha_draws_the_curve_and_the_markers(agg):
     from gelib.plotting import ge_and_mha, log2_axis, tex_sci
 
@@ -688,55 +523,94 @@ def test_sharing_figures(agg):
     base = AttentionConfig(n=64, d=64, h=4, d_k=16, d_o=128)
     widths = [base.replace(h_kv=g) for g in (4, 2, 1)]
     budget = [p.cfg for p in L.shared_widths(base, [4, 2, 1])]
-    cw = {0.1: np.array([1.0, 1.0, 1.0])}
-    cb = {0.1: np.array([1.0, 1.2, 1.3])}
-    mw = {0.1: [(4, summary(1.01, 0.02))]}
-    fig = LF.sharing_across_figure(widths, budget, cw, cb, mw, {0.1: []}, "note")
+    cb = np.array([1.0, 1.2, 1.3])
+    rows = [("fixed widths", 1.1, 0.2), ("fixed $N_{par}$", 1.2, 0.1)]
+    fig = LF.sharing_across_figure(
+        widths, budget, np.ones(3), cb, [(4, summary(1.01, 0.02))], [], "note", 1e-4, table_d1=rows
+    )
     ax = fig.axes[0]
     line = next(ln for ln in ax.lines if ln.get_label() == "GE, fixed $N_{par}$ (widths grow)")
-    np.testing.assert_array_equal(line.get_ydata(), cb[0.1])
+    np.testing.assert_array_equal(line.get_ydata(), cb)
     assert [a.get_text() for a in ax.texts] == [f"$w = {c.d_k}$" for c in budget]
-    assert "$d_O = 2n$" in fig._suptitle.get_text()
+    assert "$d_O = 2n$" in ax.get_title() and "0.0001" in ax.get_ylabel()
+    bands = [p for p in ax.patches if p.get_label().startswith("Table D.1")]  # one band per row, value ± half-width
+    assert [p.get_label() for p in bands] == ["Table D.1: fixed widths", "Table D.1: fixed $N_{par}$"]
+    assert (bands[1].get_y(), bands[1].get_height()) == pytest.approx((1.1, 0.2))
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xydata(), [[4 * 0.96, 1.01]])  # marker at x, offset
     layers = [AttentionConfig(n=64, d=128, h=h, d_k=32 // h, d_o=32, tie_kv=True) for h in (2, 4)]
-    curves = {u: {"GQA": np.array([1.0, 2.0]), "K=V": np.array([0.5, 0.25])} for u in ("raw", "scaled")}
-    marks = {u: {"GQA": [(2, summary(1.0, 0.1))], "K=V": []} for u in curves}
-    fig = LF.sharing_within_figure(layers, curves, marks, "note")
-    assert len(fig.axes) == 2 and fig.axes[0].get_yscale() == "log"
-    assert "$d = 2n$, $d_O = n/2$" in fig._suptitle.get_text()
+    curves = {"GQA": np.array([1.0, 2.0]), "K=V": np.array([0.5, 0.25])}
+    marks = {"GQA": [(2, summary(1.0, 0.1))], "K=V": []}
+    fig = LF.sharing_within_figure(layers, curves, marks, "note", 0.25, 1e4, [("3(b)", 0.9, 0.05)])
+    ax = fig.axes[0]
+    assert len(fig.axes) == 1 and ax.get_yscale() == "log" and "$\\sigma = 0.25$" in ax.get_ylabel()
+    assert "$d = 2n$, $d_O = n/2$" in ax.get_title()
+    np.testing.assert_array_equal(next(ln for ln in ax.lines if ln.get_label() == "GE, K=V").get_ydata(), curves["K=V"])
 
 
 def test_readout_figures(agg):
     from gelib.attention_law import output_law
 
-    n = 64
+    n, eps = 64, L.TABLE_D1_READING.epsilon
     panel = [AttentionConfig(n=n, d=n, h=h, d_k=16, d_o=2 * n) for h in (2, 4)]
     t = np.geomspace(0.01, 10, 5)
     curves = {c.h: L.training_loss(output_law(c), t) for c in panel}
-    fig = LF.loss_figure(panel, t, curves, {c.h: [(t[1], summary(0.5, 0.01))] for c in panel}, "note")
-    line = next(ln for ln in fig.axes[0].lines if ln.get_label().startswith("GE, $h = 2$"))
+    ge = [(f"h = {c.h}", t, curves[c.h]) for c in panel]
+    fig = LF.loss_figure(panel_data("2a", ge, [("h = 2", [(t[1], summary(0.5, 0.01))])], [(0.04, 0.005)]), panel, "n")
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.lines if ln.get_label().startswith("GE, $h = 2$"))
     np.testing.assert_allclose(line.get_ydata(), curves[2])
+    assert len(ax.containers) == 1  # markers for the first layer only: the data has one MHA series
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xydata(), [[t[1], 0.5]])
+    assert any(list(ln.get_ydata()) == [eps, eps] for ln in ax.lines) and ax.get_ylim()[0] == pytest.approx(eps / 3)
+    d1 = next(ln for ln in ax.lines if ln.get_label().startswith("Table D.1"))
+    assert list(d1.get_ydata()) == [0.04, 0.04] and "0.005" in d1.get_label()
     fo = L.fixed_output_path(AttentionConfig(n=n, d=n, h=1, d_k=16, d_o=n // 2), range(1, 5))
     fb = L.fixed_budget_path(AttentionConfig(n=n, d=n, h=1, d_k=16, d_o=9 * n), range(1, 4))
     hs, d_os = L.error_map_grid(n, 1, 6.0, 1, 1.0)
-    maps = {"end": np.full((d_os.size, hs.size), 0.5), "early": np.full((d_os.size, hs.size), 0.1)}
-    maps["end"][0, 0] = np.inf
-    fig = LF.error_map_figure(hs, d_os, maps, fo, fb, 10.0, 0.5, "note")
+    z = np.full((d_os.size, hs.size), 0.5)
+    z[0, 0], z[1, 1] = np.inf, 2.0
+    rows = [(f"d_O = {d}", hs, row) for d, row in zip(d_os, z)]
+    fig = LF.error_map_figure(panel_data("2b", rows, dimensions={"d_o": list(d_os)}), fo, fb, "note")
     mesh = fig.axes[0].collections[0]
     assert mesh.get_array().ravel()[0] == pytest.approx(300.0)  # inf drawn at the top
     assert mesh.get_array().ravel()[1] == pytest.approx(math.log10(0.5))
-    paths = {
-        name: L.path_errors(pts, output_law, {"end": math.inf, "early": 10.0}, 0.5)
-        for name, pts in [("fixed output", fo), ("fixed budget", fb)]
-    }
-    marks = {name: {"end": [], "early": []} for name in paths}
-    fig = LF.paths_figure(paths, marks, 10.0, 0.5, "note")
-    assert [ax.get_title() for ax in fig.axes] == ["end of training ($t = \\infty$)", "early stopping ($t = 10$)"]
+    assert mesh.get_clim() == pytest.approx((math.log10(0.5), math.log10(2.0)))  # the finite cells span the colours
+    assert "t = 10000" in fig.axes[0].get_title()
+    paths = {name: L.path_errors(pts, output_law, 1e4, 0.25) for name, pts in [("fo", fo), ("fb", fb)]}
+    data = panel_data("2c", [(k, c["h"], c["error"]) for k, c in paths.items()], [("fo", [(3.0, summary(0.4, 0.02))])])
+    fig = LF.paths_figure(data, [c["bounds"] for c in paths.values()], "note")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and "t = 10000" in ax.get_title() and len(ax.containers) == 1
+    assert paths["fo"]["bounds"] == [2] and any(list(ln.get_xdata()) == [2, 2] for ln in ax.lines)  # h d_V = d_O
     betas = np.linspace(0.5, 2.0, 4)
-    cross = [L.Crossing(1.2, 0.0)]
-    fig = LF.ratio_figure(
-        betas, {"end": betas, "early": betas / 2}, [(1.0, summary(1.0, 0.1))], cross, panel[0], 10.0, "note"
-    )
-    assert any(list(line.get_xdata()) == [1.2, 1.2] for line in fig.axes[0].lines)
+    data = panel_data("2d", [("r", betas, betas)], [("r", [(1.0, summary(1.0, 0.1))])], [(1.5, 0.01)])
+    fig = LF.ratio_figure(data, [L.Crossing(1.2, 0.0)], panel[0], "note")
+    ax = fig.axes[0]
+    assert any(list(line.get_xdata()) == [1.2, 1.2] for line in ax.lines)
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xydata(), [[1.0, 1.0]])
+    assert any(list(ln.get_ydata()) == [1.5, 1.5] and ln.get_label().startswith("Table D.1") for ln in ax.lines)
+
+
+def test_convergence_figure(agg):
+    from gelib.spectra import Summary
+
+    ns = (128, 256, 512)
+    dep = lambda means, ci: tuple(Summary(m, ci, ci, 8) for m in means)  # noqa: E731
+    noisy = MK.Convergence("loss", ns, dep([0.01, -0.005, 0.002], 0.02), -1.2, 1.5)
+    good = MK.Convergence("arrival", ns, dep([0.4, 0.2, 0.1], 0.02), -1.0, 0.1)
+    assert good.resolved and not noisy.resolved
+    fig = LF.convergence_figure([noisy, good], "note")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["128", "256", "512"]
+    first, second = ax.containers
+    np.testing.assert_allclose(first.lines[0].get_ydata(), [0.01, 0.005, 0.002])  # |departure|
+    np.testing.assert_allclose(second.lines[0].get_xdata(), np.array(ns) * 1.04)  # side by side
+    assert "not resolved" in first.get_label() and "not resolved" not in second.get_label()
+    lows = [seg[0][1] for seg in first.lines[2][0].get_segments()]
+    assert all(lo > 0 for lo in lows)  # a bar wider than its point is clipped above 0 on the log axis
+    guide = next(ln for ln in ax.lines if ln.get_label() == "$n^{-1}$")  # through the resolved result's middle
+    np.testing.assert_allclose(guide.get_ydata(), [0.4, 0.2, 0.1])
 
 
 @pytest.mark.parametrize("c", [0.25, 1.0, 3.0])
@@ -756,30 +630,27 @@ def test_initial_rate_is_the_slope_of_the_loss_at_zero(c):
 def test_figures_draw_the_markers_own_curves_beside_them(agg):
     """Shrunk markers (s = 1/4) sit at h / s beside their own GE curve, thin and dashed in the same colour."""
     s = 0.25
-    cur = {"h": np.array([8, 16, 24]), "d_o": np.array([32, 32, 32]), "end": np.array([0.5, np.inf, 0.3])}
-    cur |= {"early": cur["end"] / 2, "bounds": [16]}
-    own = {"h": np.array([2, 4, 6]), "end": np.array([0.6, 0.4, 0.2]), "early": np.array([0.3, 0.2, 0.1])}
-    marks = {"end": [(2, summary(0.61, 0.02))], "early": []}
-    fig = LF.paths_figure({"fo": cur}, {"fo": marks}, 10.0, 0.5, "note", own={"fo": own}, s=s)
+    data = panel_data("2c", [("fo", [8, 16, 24], [0.5, 2.0, 0.3])], [("fo", [(8.0, summary(0.61, 0.02))])])
+    fig = LF.paths_figure(data, [[16]], "note", own=[([2, 4, 6], [0.6, 0.4, 0.2])], s=s)
     ax = fig.axes[0]
     dashed = [ln for ln in ax.lines if ln.get_linestyle() == "--"]
-    assert len(dashed) == 2 and list(dashed[0].get_xdata()) == [8.0, 16.0, 24.0]  # the curve and its legend entry
+    assert len(dashed) == 2 and list(dashed[0].get_xdata()) == [8.0, 16.0, 24.0]  # own at h / s; and its legend entry
     assert dashed[0].get_color() == ax.lines[0].get_color() and dashed[1].get_label() == LF.OWN_LABEL
-    np.testing.assert_allclose(ax.containers[0].lines[0].get_xydata(), [[8.0, 0.61]])  # h = 2 at 2 / s
-    fig = LF.paths_figure({"fo": cur}, {"fo": marks}, 10.0, 0.5, "note")  # paper scale: no dashed curve
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_xydata(), [[8.0, 0.61]])  # where the data puts it
+    fig = LF.paths_figure(data, [[16]], "note")  # paper scale: no dashed curve
     assert not [ln for ln in fig.axes[0].lines if ln.get_linestyle() == "--"]
     layers = [AttentionConfig(n=64, d=64, h=h, d_k=16, d_o=128) for h in (4, 8)]
     sims = [L.shrink(c, s) for c in layers]
     t = np.geomspace(0.1, 10, 4)
     curves = {c.h: np.exp(-t * c.h) for c in layers}
-    fig = LF.loss_figure(layers, t, curves, {c.h: [] for c in layers}, "n", own=curves, marker_layers=sims)
+    data = panel_data("2a", [(f"h = {c.h}", t, curves[c.h]) for c in layers])
+    fig = LF.loss_figure(data, layers, "n", own=curves, marker_layers=sims)
     assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].lines) == 3  # two curves, one legend entry
     widths = [c.replace(h_kv=g) for c in layers[:1] for g in (4, 2, 1)]
     budget = [p.cfg for p in L.shared_widths(layers[0], [4, 2, 1])]
-    arr = {0.1: np.array([1.0, 1.0, 1.0])}
-    own3 = {"groups": [1], "w": {0.1: [1.1]}, "b": {0.1: [1.2]}}
-    fig = LF.sharing_across_figure(widths, budget, arr, arr, {0.1: [(1, summary(1.1, 0.1))]}, {0.1: []}, "n", own3, s)
+    arr, own3 = np.ones(3), {"groups": [1], "w": [1.1], "b": [1.2]}
+    fig = LF.sharing_across_figure(widths, budget, arr, arr, [(1 / s, summary(1.1, 0.1))], [], "n", 0.1, own3, s)
     assert any(list(ln.get_xdata()) == [4.0] and ln.get_linestyle() == "--" for ln in fig.axes[0].lines)
     betas = np.linspace(0.5, 2.0, 4)
-    fig = LF.ratio_figure(betas, {"end": betas, "early": betas}, [], [], layers[0], 10.0, "n", own=(betas[:2], [1, 2]))
-    assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].lines) == 2  # early stopping and the own curve
+    fig = LF.ratio_figure(panel_data("2d", [("r", betas, betas)]), [], layers[0], "n", own=(betas[:2], [1, 2]))
+    assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].lines) == 1  # the own curve

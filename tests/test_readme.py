@@ -13,9 +13,9 @@ import pytest
 from bookrun.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The README's lines that take minutes on a CPU (a layer of Falcon-7B at five seeds);
-#: they are parsed, not run.
-EXPENSIVE = ("falcon-7b",)
+#: The README's lines that take minutes on a CPU (a layer of Falcon-7B at five seeds, a panel's
+#: simulated markers); they are parsed, not run.
+EXPENSIVE = ("falcon-7b", "--markers")
 
 
 def readme_commands() -> list[str]:

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 from ..attention_law import chain
 from ..config import AttentionConfig
 from ..learning import Crossing, PathPoint
+from ..learning_markers import Convergence
 from ..spectra import Summary
 from .law_plots import density_curves
 from .style import COLORS, log2_axis, tex_sci
@@ -44,6 +45,7 @@ __all__ = [
     "error_map_figure",
     "paths_figure",
     "ratio_figure",
+    "convergence_figure",
 ]
 
 
@@ -155,158 +157,176 @@ def _at(marks, s: float) -> list:
 def sharing_across_figure(
     fixed_widths: Sequence[AttentionConfig],
     fixed_budget: Sequence[AttentionConfig],
-    curves_w: dict,
-    curves_b: dict,
-    marks_w: dict,
-    marks_b: dict,
+    curve_w: ArrayLike,
+    curve_b: ArrayLike,
+    marks_w: Sequence[tuple[float, Summary]],
+    marks_b: Sequence[tuple[float, Summary]],
     note: str,
+    epsilon: float,
     own: dict | None = None,
     s: float = 1.0,
+    table_d1: Sequence[tuple[str, float, float]] = (),
 ) -> Figure:
-    """Figure 3(a): arrival time against ``h_KV``, at fixed widths and at fixed ``N_par``.
+    """Figure 3(a): arrival time to ``epsilon`` against ``h_KV``, at fixed widths and at fixed ``N_par``.
 
-    One panel per threshold ``epsilon`` (the keys of ``curves_w``):
-    ``curves_w[eps]`` and ``curves_b[eps]`` are the GE arrival times of the
-    layers ``fixed_widths`` and ``fixed_budget`` (ordered as ``h_KV`` falls
-    from ``h`` to 1); ``marks_w[eps]``, ``marks_b[eps]`` lists of
-    ``(h_KV, summary)`` of the softmax markers. The unshared layer is marked
-    by a diamond, the widths ``w = d_K = d_V`` of the fixed-budget layers are
-    annotated. The markers' ``h_KV`` are drawn at ``h_KV / s``; ``own`` (if
-    given) holds ``"groups"`` (their ``h_KV``) and ``"w"``, ``"b"``: the
-    arrival times of their own layers per threshold, drawn dashed. Returns
-    the figure.
+    ``curve_w`` and ``curve_b`` are the GE arrival times of the layers
+    ``fixed_widths`` and ``fixed_budget`` (ordered as ``h_KV`` falls from ``h``
+    to 1); ``marks_w``, ``marks_b`` lists of ``(x, summary)`` of the softmax
+    markers, ``x`` where they are drawn (``h_KV / s`` for a shrunk layer). The
+    unshared layer is marked by a diamond, the widths ``w = d_K = d_V`` of the
+    fixed-budget layers are annotated. ``own`` (if given) holds ``"groups"``
+    (the markers' own ``h_KV``, drawn at ``h_KV / s``) and ``"w"``, ``"b"``: the
+    arrival times of their own layers, drawn dashed. ``table_d1``: rows
+    ``(label, value, half-width)`` of the paper's Table D.1, drawn as bands in
+    the colours of the two series. Returns the figure.
     """
     groups = [c.h_kv for c in fixed_widths]
     first = fixed_widths[0]
-    fig, axes = plt.subplots(1, len(curves_w), figsize=(11, 4.2), squeeze=False)
-    for ax, e in zip(axes[0], curves_w):
-        ge_and_mha(
-            ax,
-            groups,
-            curves_w[e],
-            _at(marks_w[e], s),
-            color=COLORS[0],
-            offset=0.96,
-            label=f"GE, fixed widths $d_K = d_V = {first.d_k}$",
-        )
-        ge_and_mha(
-            ax,
-            groups,
-            curves_b[e],
-            _at(marks_b[e], s),
+    curve_w, curve_b = np.asarray(curve_w, dtype=float), np.asarray(curve_b, dtype=float)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for color, curve, marks, label in (
+        (COLORS[0], curve_w, marks_w, f"GE, fixed widths $d_K = d_V = {first.d_k}$"),
+        (COLORS[1], curve_b, marks_b, "GE, fixed $N_{par}$ (widths grow)"),
+    ):
+        ge_and_mha(ax, groups, curve, marks, color=color, offset=0.96 if color == COLORS[0] else 1.04, label=label)
+    if own is not None:
+        x_own = np.asarray(own["groups"]) / s
+        own_curve(ax, x_own, own["w"], COLORS[0], OWN_LABEL)
+        own_curve(ax, x_own, own["b"], COLORS[1])
+    for color, (label, value, half) in zip(COLORS, table_d1):
+        ax.axhspan(value - half, value + half, color=color, alpha=0.12, lw=0, label=f"Table D.1: {label}")
+    ax.plot([first.h], [curve_w[0]], "D", color="black", ms=8, mfc="none", label="unshared ($h_{KV} = h$)")
+    for c, y in zip(fixed_budget, curve_b):
+        ax.annotate(
+            f"$w = {c.d_k}$",
+            (c.h_kv, y),
+            textcoords="offset points",
+            xytext=(0, 7),
+            ha="center",
+            fontsize=7,
             color=COLORS[1],
-            offset=1.04,
-            label="GE, fixed $N_{par}$ (widths grow)",
         )
-        if own is not None:
-            x_own = np.asarray(own["groups"]) / s
-            own_curve(ax, x_own, own["w"][e], COLORS[0], OWN_LABEL)
-            own_curve(ax, x_own, own["b"][e], COLORS[1])
-        ax.plot([first.h], [curves_w[e][0]], "D", color="black", ms=8, mfc="none", label="unshared ($h_{KV} = h$)")
-        for c, y in zip(fixed_budget, curves_b[e]):
-            ax.annotate(
-                f"$w = {c.d_k}$",
-                (c.h_kv, y),
-                textcoords="offset points",
-                xytext=(0, 7),
-                ha="center",
-                fontsize=7,
-                color=COLORS[1],
-            )
-        log2_axis(ax, groups)
-        ax.set_xlabel(f"key/value groups $h_{{KV}}$ (of $h = {first.h}$ query heads)")
-        ax.set_title(f"$\\epsilon = {e:g}$")
-        ax.margins(y=0.25)
-    axes[0, 0].set_ylabel("arrival time")
-    axes[0, 0].legend(fontsize=8, loc="lower left")
-    fig.suptitle(f"Figure 3(a) — {note}; $d_O = {_times_n(first.d_o / first.n)}$; markers: MHA", fontsize=10)
+    log2_axis(ax, groups)
+    ax.set_xlabel(f"key/value groups $h_{{KV}}$ (of $h = {first.h}$ query heads)")
+    ax.set_ylabel(f"arrival time ($\\epsilon = {epsilon:g}$)")
+    ax.margins(y=0.15)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"Figure 3(a), $d_O = {_times_n(first.d_o / first.n)}$\n{note}", fontsize=8)
     return fig
 
 
-def sharing_within_figure(layers: Sequence[AttentionConfig], curves: dict, marks: dict, note: str) -> Figure:
-    """Figure 3(b): arrival time of two sharing schemes against the head count, in two time units.
+def sharing_within_figure(
+    layers: Sequence[AttentionConfig],
+    curves: dict,
+    marks: dict,
+    note: str,
+    sigma: float,
+    horizon: float,
+    table_d1: Sequence[tuple[str, float, float]] = (),
+) -> Figure:
+    """Figure 3(b): the coefficient error at ``t = horizon`` of two sharing schemes against the head count.
 
     ``layers`` gives the head counts and widths of the sweep (one layer per
-    point); ``curves[unit][scheme]`` the GE arrival times and
-    ``marks[unit][scheme]`` lists of ``(h, summary)`` of the softmax markers,
-    for the time units ``"raw"`` (left, logarithmic) and ``"scaled"``
-    (right, time multiplied by ``m_1``). Returns the figure.
+    point); ``curves[scheme]`` the GE coefficient errors (label noise ``sigma``)
+    and ``marks[scheme]`` lists of ``(h, summary)`` of the softmax markers, on a
+    logarithmic axis. ``table_d1``: rows ``(label, value, half-width)`` of the
+    paper's Table D.1, drawn as grey bands. Returns the figure.
     """
     import matplotlib.ticker as mticker
 
     heads = [c.h for c in layers]
-    ylabels = {"raw": "arrival time (raw)", "scaled": "arrival time × $m_1$ (scaled)"}
-    fig, axes = plt.subplots(1, len(curves), figsize=(11, 4.2), squeeze=False)
-    c: str | AttentionConfig  # a colour in the loop, then the first layer
-    for ax, unit in zip(axes[0], curves):
-        for c, name in zip(COLORS, curves[unit]):
-            ge_and_mha(
-                ax,
-                heads,
-                curves[unit][name],
-                marks[unit][name],
-                color=c,
-                ms=5,
-                marker=".",
-                label=f"GE, {name}",
-                mark_label=f"MHA, {name}",
-            )
-        log2_axis(ax, heads, [f"{c.h}\n$d_K$={c.d_k}" for c in layers])
-        ax.set_xlabel("head count $h$ (head width $d_K = n / 2h$)")
-        ax.set_ylabel(ylabels.get(unit, unit))
-        if unit == "raw":
-            ax.set_yscale("log")
-            ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-            ax.yaxis.set_minor_formatter(mticker.NullFormatter())
-    axes[0, -1].legend(fontsize=8)
+    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    for color, name in zip(COLORS, curves):
+        ge_and_mha(
+            ax,
+            heads,
+            curves[name],
+            marks[name],
+            color=color,
+            ms=5,
+            marker=".",
+            label=f"GE, {name}",
+            mark_label=f"MHA, {name}",
+        )
+    for label, value, half in table_d1:
+        ax.axhspan(value - half, value + half, color="grey", alpha=0.3, lw=0, label=f"Table D.1: {label}")
+    log2_axis(ax, heads, [f"{c.h}\n$d_K$={c.d_k}" for c in layers])
+    ax.set_xlabel("head count $h$ (head width $d_K = n / 2h$)")
+    ax.set_ylabel(f"coefficient error at $t = {tex_sci(horizon)}$, $\\sigma = {sigma:g}$")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(mticker.LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.legend(fontsize=8)
     c = layers[0]
-    fig.suptitle(f"Figure 3(b) — {note}; $d = {_times_n(c.d / c.n)}$, $d_O = {_times_n(c.d_o / c.n)}$", fontsize=10)
+    ax.set_title(f"Figure 3(b), $d = {_times_n(c.d / c.n)}$, $d_O = {_times_n(c.d_o / c.n)}$\n{note}", fontsize=8)
     return fig
 
 
+def _table_d1_lines(ax: Axes, data: dict) -> None:
+    """The paper's Table D.1 rows of a panel (``data["table_d1"]``, :func:`gelib.figure_data.panel`):
+    the value its largest error bar belongs to, a grey dash-dotted line in a band of that half-width."""
+    for row in data.get("table_d1", []):
+        value, half = row["value"], row["half_width"]
+        ax.axhspan(value - half, value + half, color="grey", alpha=0.2, lw=0)
+        ax.axhline(value, color="grey", ls="-.", lw=1, label=f"Table D.1: {value:.4g} ± {half:.2g} (its largest bar)")
+
+
+def _series(data: dict, kind: str) -> list[dict]:
+    """The series of a panel of one kind (``"ge"`` or ``"mha"``), in order."""
+    return [sr for sr in data["series"] if sr["kind"] == kind]
+
+
+def _marks(data: dict, i: int) -> list[tuple[float, Summary]]:
+    """The ``i``-th MHA series of a panel as ``(x, summary)`` pairs (none if there is no such series)."""
+    mha = _series(data, "mha")
+    if i >= len(mha):
+        return []
+    return [(x, Summary(y, c, np.nan, 0)) for x, y, c in zip(mha[i]["x"], mha[i]["y"], mha[i]["ci95"])]
+
+
 def loss_figure(
+    data: dict,
     layers: Sequence[AttentionConfig],
-    t: Sequence[float] | np.ndarray,
-    curves: dict,
-    marks: dict,
     note: str,
-    epsilon: float = 0.1,
     own: dict | None = None,
     marker_layers: Sequence[AttentionConfig] | None = None,
 ) -> Figure:
     """Figure 2(a): the relative training loss ``L(t) / L(0)`` of several layers, log-log.
 
-    ``curves[h]``: the GE loss (shape ``(k,)``) of the layer with ``h`` heads at
-    the times ``t`` (shape ``(k,)``); ``marks[h]``: ``(time, summary)`` pairs of its softmax markers,
-    simulated on ``marker_layers`` (default ``layers``), whose own GE losses at ``t``
-    are ``own[h]`` (drawn dashed, if given). A dotted line marks the threshold ``epsilon``.
-    Returns the figure.
+    ``data``: the panel as :func:`gelib.figure_data.panel` gives it (``"2a"``), its GE series
+    (one per layer of ``layers``, in order, ``x`` the times) drawn solid, its MHA series
+    (:func:`gelib.figure_data.add_markers`, in the same order) as markers, simulated on
+    ``marker_layers`` (default ``layers``), whose own GE losses at the same times are
+    ``own[h]`` (drawn dashed, if given). A dotted line marks the reading's ``epsilon``,
+    a dash-dotted one Table D.1's value. Returns the figure.
     """
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for c, cfg, sim in zip(COLORS, layers, marker_layers or layers):
+    fig, ax = plt.subplots(figsize=(6.4, 5.0))
+    for i, (c, cfg, sim, cur) in enumerate(zip(COLORS, layers, marker_layers or layers, _series(data, "ge"))):
         ge_and_mha(
             ax,
-            t,
-            curves[cfg.h],
-            marks[cfg.h],
+            cur["x"],
+            cur["y"],
+            _marks(data, i),
             color=c,
             lw=1.5,
             label=f"GE, $h = {cfg.h}$ ($h d_V/n = {cfg.h * cfg.d_v / cfg.n:g}$)",
             mark_label=f"MHA, $h = {sim.h}$, $n = {sim.n}$",
         )
         if own is not None:
-            own_curve(ax, t, own[cfg.h], c, OWN_LABEL if cfg is layers[0] else None)
-    ax.axhline(epsilon, color="grey", ls=":", lw=1)
-    ax.text(t[0], 1.1 * epsilon, f"$\\epsilon = {epsilon:g}$", color="grey", fontsize=8)
+            own_curve(ax, cur["x"], own[cfg.h], c, OWN_LABEL if i == 0 else None)
+    eps = data["reading"]["epsilon"]
+    ax.axhline(eps, color="grey", ls=":", lw=1)
+    ax.text(_series(data, "ge")[0]["x"][0], 1.3 * eps, f"$\\epsilon = {eps:g}$", color="grey", fontsize=8)
+    _table_d1_lines(ax, data)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(1e-4, 1.3)
+    ax.set_ylim(eps / 3, 1.3)
     ax.set_xlabel("training time $t$")
     ax.set_ylabel(r"relative training loss $\mathcal{L}(t)/\mathcal{L}(0)$")
     c0 = layers[0]
-    ax.set_title(f"Figure 2(a) — {note}; $d_O = {_times_n(c0.d_o / c0.n)}$, $d_K = d_V = {c0.d_k}$")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_title(f"Figure 2(a) — {note}; $d_O = {_times_n(c0.d_o / c0.n)}$, $d_K = d_V = {c0.d_k}$", fontsize=8)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # below: the curves fill the axes
     return fig
 
 
@@ -346,114 +366,93 @@ def budget_paths(ax: Axes, fixed_output: Sequence[PathPoint], fixed_budget: Sequ
     )
 
 
-_READING_TITLES = {"end": "end of training ($t = \\infty$)", "early": "early stopping ($t = {t:g}$)"}
-
-
 def error_map_figure(
-    hs: ArrayLike,
-    d_os: ArrayLike,
-    maps: dict,
-    fixed_output: Sequence[PathPoint],
-    fixed_budget: Sequence[PathPoint],
-    t_early: float,
-    sigma: float,
-    note: str,
-    vmax: dict | None = None,
+    data: dict, fixed_output: Sequence[PathPoint], fixed_budget: Sequence[PathPoint], note: str
 ) -> Figure:
     """Figure 2(b): ``log10`` of the coefficient error over ``(h, d_O / n)``, with the boundaries and the paths.
 
-    ``hs`` (increasing, equally spaced) and ``d_os`` (increasing) are 1-D, as
-    from :func:`~gelib.learning.error_map_grid`; ``maps[reading]`` (``"end"``, ``"early"``) has
-    shape ``(len(d_os), len(hs))``;
-    infinite cells (on the Y-shaped ridge where the two smallest widths
-    meet) take the top colour. ``vmax[reading]``: the top of each colour
-    scale. Returns the figure.
+    ``data``: the map as :func:`gelib.figure_data.panel` gives it (``"2b"``): one GE series per
+    output width, in increasing ``d_O`` (``data["dimensions"]["d_o"]``), each over the same
+    increasing, equally spaced head counts ``x`` (:func:`~gelib.learning.error_map_grid`);
+    the colour scale spans the map's finite values, and an infinite cell (on the ridge
+    where the two smallest widths meet, read at the end of training) takes the top colour.
+    Returns the figure.
     """
-    vmax = {"end": 1.0, "early": 0.05} if vmax is None else vmax
     c0 = fixed_output[0].cfg
     n = c0.n
-    hs, d_os = np.asarray(hs), np.asarray(d_os)
+    rows = _series(data, "ge")
+    hs, d_os = np.asarray(rows[0]["x"], dtype=float), np.atleast_1d(data["dimensions"]["d_o"])
+    z = np.log10(np.minimum(np.array([sr["y"] for sr in rows], dtype=float), 1e300))
     step = hs[1] - hs[0] if len(hs) > 1 else 1
     log_do = np.log(d_os / n)
     edges_h = np.r_[hs - 0.5 * step, hs[-1] + 0.5 * step]
-    edges_do = np.exp(
-        np.r_[log_do[0] - np.diff(log_do)[0] / 2, (log_do[1:] + log_do[:-1]) / 2, log_do[-1] + np.diff(log_do)[-1] / 2]
+    half = np.diff(log_do) / 2 if len(d_os) > 1 else np.array([0.5])
+    edges_do = np.exp(np.r_[log_do[0] - half[0], log_do[:-1] + half, log_do[-1] + half[-1]])
+    finite = z[z < 300]
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    im = ax.pcolormesh(edges_h, edges_do, z, cmap="viridis", vmin=finite.min(), vmax=finite.max(), shading="flat")
+    width_boundaries(ax, n, hs, c0.d_v)
+    budget_paths(ax, fixed_output, fixed_budget)
+    ax.set_yscale("log")
+    ax.set_xlabel("head count $h$")
+    ax.set_ylabel("output width $d_O / n$")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    fig.colorbar(im, ax=ax, extend="max" if finite.size < z.size else "neither", label="$\\log_{10}$ coefficient error")
+    ax.legend(loc="lower center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, -0.32))
+    r = data["reading"]
+    ax.set_title(
+        f"Figure 2(b) — {note}; $d_K = d_V = {c0.d_v}$, $\\sigma = {r['sigma']:g}$, $t = {r['horizon']:g}$",
+        fontsize=8,
     )
-    fig, axes = plt.subplots(1, len(maps), figsize=(11, 4.4), sharey=True, squeeze=False)
-    for ax, reading in zip(axes[0], maps):
-        im = ax.pcolormesh(
-            edges_h,
-            edges_do,
-            np.log10(np.minimum(maps[reading], 1e300)),
-            cmap="viridis",
-            vmin=-1.6,
-            vmax=vmax[reading],
-            shading="flat",
-        )
-        width_boundaries(ax, n, hs, c0.d_v)
-        budget_paths(ax, fixed_output, fixed_budget)
-        ax.set_yscale("log")
-        ax.set_xlabel("head count $h$")
-        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-        ax.set_title(_READING_TITLES[reading].format(t=t_early))
-        fig.colorbar(im, ax=ax, extend="max", label="$\\log_{10}$ coefficient error")
-    axes[0, 0].set_ylabel("output width $d_O / n$")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.45, 0.0))
-    fig.suptitle(f"Figure 2(b) — {note}; $d_K = d_V = {c0.d_v}$, $\\sigma = {sigma:g}$", fontsize=10)
-    fig.subplots_adjust(bottom=0.2)
+    fig.subplots_adjust(bottom=0.25)
     return fig
 
 
 def paths_figure(
-    curves: dict, marks: dict, t_early: float, sigma: float, note: str, own: dict | None = None, s: float = 1.0
+    data: dict, bounds: Sequence[Sequence[int]], note: str, own: Sequence | None = None, s: float = 1.0
 ) -> Figure:
-    """Figure 2(c): the coefficient error along the paths, one panel per reading.
+    """Figure 2(c): the coefficient error along the two paths, at the reading's time.
 
-    ``curves[path]`` holds ``"h"``, the errors of each reading (``"end"``,
-    ``"early"``; infinite values leave a gap) and ``"bounds"``, the head
-    counts on a width boundary (dotted verticals); ``marks[path][reading]``
-    lists ``(h, summary)`` of the softmax markers, drawn at ``h / s``;
-    ``own[path]`` (if given) as ``curves[path]`` for the markers' own
-    layers, drawn dashed at ``h / s``. Returns the figure.
+    ``data``: the panel as :func:`gelib.figure_data.panel` gives it (``"2c"``), one GE series
+    per path (a gap at an infinite value), drawn solid, and their MHA series in the same
+    order (:func:`gelib.figure_data.add_markers`, each at Table D.3's head count ``h / s``);
+    ``bounds[i]``: the head counts of path ``i`` on a width boundary (dotted verticals);
+    ``own[i] = (h, errors)`` (if given): the GE errors of the markers' own (shrunk) path,
+    drawn dashed at ``h / s``. Table D.1's value is dash-dotted. Returns the figure.
     """
-    readings = list(next(iter(marks.values())))
-    fig, axes = plt.subplots(1, len(readings), figsize=(11, 4.2), squeeze=False)
-    for ax, reading in zip(axes[0], readings):
-        for c, (name, cur) in zip(COLORS, curves.items()):
-            ge_and_mha(
-                ax,
-                cur["h"],
-                cur[reading],
-                _at(marks[name][reading], s),
-                color=c,
-                lw=1.5,
-                marker=".",
-                ms=4,
-                label=f"GE, {name}",
-                mark_label=f"MHA, {name}",
-            )
-            for h in cur["bounds"]:
-                ax.axvline(h, color=c, ls=":", lw=1)
-            if own is not None:
-                own_curve(ax, own[name]["h"] / s, own[name][reading], c, OWN_LABEL if c == COLORS[0] else None)
-        ax.set_xlabel("head count $h$" if s == 1 else f"head count $h$ (markers: $h / s$, $s = 1/{1 / s:g}$)")
-        ax.set_title(_READING_TITLES[reading].format(t=t_early))
-        if reading == "end":
-            ax.set_yscale("log")
-    axes[0, 0].set_ylabel("coefficient error $\\mathcal{E}$")
-    axes[0, -1].legend(fontsize=8)
-    fig.suptitle(f"Figure 2(c) — {note}; $\\sigma = {sigma:g}$", fontsize=10)
+    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    for i, (c, cur) in enumerate(zip(COLORS, _series(data, "ge"))):
+        mha = _series(data, "mha")
+        ge_and_mha(
+            ax,
+            cur["x"],
+            cur["y"],
+            _marks(data, i),
+            color=c,
+            lw=1.5,
+            marker=".",
+            ms=4,
+            label=f"GE, {cur['label']}",
+            mark_label=f"MHA, {mha[i]['label']}" if i < len(mha) else None,
+        )
+        for h in bounds[i]:
+            ax.axvline(h, color=c, ls=":", lw=1)
+        if own is not None:
+            own_curve(ax, np.asarray(own[i][0]) / s, own[i][1], c, OWN_LABEL if i == 0 else None)
+    _table_d1_lines(ax, data)
+    ax.set_yscale("log")
+    ax.set_xlabel("head count $h$" if s == 1 else f"head count $h$ (markers: $h / s$, $s = 1/{1 / s:g}$)")
+    ax.set_ylabel("coefficient error $\\mathcal{E}$")
+    ax.legend(fontsize=7)
+    r = data["reading"]
+    ax.set_title(f"Figure 2(c) — {note}; $\\sigma = {r['sigma']:g}$, $t = {r['horizon']:g}$", fontsize=8)
     return fig
 
 
 def ratio_figure(
-    betas: ArrayLike,
-    ratios: dict,
-    marks: Sequence[tuple[float, Summary]],
+    data: dict,
     crossings: Sequence[Crossing],
     layer: AttentionConfig,
-    t_early: float,
     note: str,
     pair: str = "(64, 192)\\,/\\,(128, 128)",
     own: tuple | None = None,
@@ -461,39 +460,79 @@ def ratio_figure(
 ) -> Figure:
     """Figure 2(d): the error ratio of two layers across ``beta``, against the unit line.
 
-    ``ratios["end"]`` (solid) and ``ratios["early"]`` (dashed) are the GE
-    ratios on ``betas`` (shape ``(k,)`` each); ``marks`` lists ``(beta, summary)`` of the softmax
-    ratios (end of training); each crossing of the end-of-training curve is
-    a dotted vertical. ``layer`` names ``n`` and ``h`` in the title, ``pair``
-    (TeX) the two layers on the y-axis. ``own = (betas, ratios)`` (if given):
-    the GE ratio at the markers' own dimensions (``marker_layer``), drawn
-    dashed in the markers' colour. Returns the figure.
+    ``data``: the panel as :func:`gelib.figure_data.panel` gives it (``"2d"``): its GE ratio
+    (solid) and its MHA series (the softmax ratios, :func:`gelib.figure_data.add_markers`);
+    each crossing of 1 (``crossings``) is a dotted vertical, Table D.1's value dash-dotted.
+    ``layer`` names ``n`` and ``h`` in the title, ``pair`` (TeX) the two layers on the
+    y-axis. ``own = (betas, ratios)`` (if given): the GE ratio at the markers' own
+    dimensions (``marker_layer``), drawn dashed in the markers' colour. Returns the figure.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    ax.plot(betas, ratios["end"], color=COLORS[0], lw=1.6, label="GE, end of training")
-    ax.plot(betas, ratios["early"], color=COLORS[0], lw=1.2, ls="--", label=f"GE, early stopping ($t = {t_early:g}$)")
-    if len(marks):
-        bs, ss = zip(*marks)
+    ge, mha = _series(data, "ge")[0], _series(data, "mha")
+    ax.plot(ge["x"], ge["y"], color=COLORS[0], lw=1.6, label="GE")
+    if mha and mha[0]["x"]:
         ax.errorbar(
-            bs,
-            [s.mean for s in ss],
-            yerr=[s.ci95 for s in ss],
+            mha[0]["x"],
+            mha[0]["y"],
+            yerr=mha[0]["ci95"],
             fmt="o",
             ms=5,
             capsize=2,
             color=COLORS[1],
             mfc="white",
-            label="MHA, end of training"
-            + ("" if marker_layer is None else f" ($n = {marker_layer.n}$, $h = {marker_layer.h}$)"),
+            label="MHA" + ("" if marker_layer is None else f" ($n = {marker_layer.n}$, $h = {marker_layer.h}$)"),
         )
     if own is not None:
         own_curve(ax, own[0], own[1], COLORS[1])
         ax.lines[-1].set_label("GE at the markers' dimensions")
     ax.axhline(1.0, color="black", lw=1)
+    _table_d1_lines(ax, data)
     for c in crossings:
-        ax.axvline(c.x, color=COLORS[0], ls=":", lw=1, label=f"crossing, $\\beta^* = {c.x:.3f}$")
+        ax.axvline(c.x, color=COLORS[0], ls=":", lw=1, label=f"crossing of 1, $\\beta^* = {c.x:.3f}$")
     ax.set_xlabel(r"inverse temperature $\beta$")
     ax.set_ylabel(f"error ratio ${pair}$")
-    ax.set_title(f"Figure 2(d) — {note}; $n_{{(d)}} = {layer.n}$, $h = {layer.h}$")
-    ax.legend(fontsize=8)
+    r = data["reading"]
+    ax.set_title(f"Figure 2(d) — {note}; $n_{{(d)}} = {layer.n}$, $h = {layer.h}$, $t = {r['horizon']:g}$", fontsize=8)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def convergence_figure(results: Sequence[Convergence], note: str) -> Figure:
+    """How the markers' departures from their curves shrink with ``n`` (log-log).
+
+    ``results``: :class:`gelib.learning_markers.Convergence` per functional; each is drawn as
+    ``|departure|`` against ``n`` with its 95 % interval (bars clipped at 0), labelled with
+    its fitted slope, next to a dashed ``n^{-rate}`` guide through the middle point of the first
+    resolved result (:attr:`~gelib.learning_markers.Convergence.resolved`; the first result if
+    none is). Returns the figure.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    offsets = np.linspace(0.96, 1.04, max(len(results), 1))
+    for c, off, r in zip(COLORS, offsets, results):
+        y = np.abs([d.mean for d in r.departures])
+        ci = np.array([d.ci95 for d in r.departures])
+        state = "" if r.resolved else ", not resolved"
+        ax.errorbar(
+            np.asarray(r.ns, dtype=float) * off,
+            y,
+            yerr=[np.minimum(ci, 0.9 * y), ci],
+            fmt="o-",
+            ms=4,
+            lw=1,
+            capsize=2,
+            color=c,
+            label=f"{r.label}: slope ${r.slope:.2f} \\pm {r.ci95:.2f}${state}",
+        )
+    if results:
+        r0 = next((r for r in results if r.resolved), results[0])
+        mid = len(r0.ns) // 2
+        ns = np.asarray(r0.ns, dtype=float)
+        y_mid = abs(r0.departures[mid].mean)
+        ax.plot(ns, y_mid * (ns / ns[mid]) ** -r0.rate, color="grey", ls="--", lw=1, label=f"$n^{{-{r0.rate:g}}}$")
+        log2_axis(ax, list(r0.ns))
+    ax.set_yscale("log")
+    ax.set_xlabel("context length $n$ (fixed ratios)")
+    ax.set_ylabel("|departure| from the shifted prediction")
+    ax.set_title(f"Markers converge to their curves — {note}", fontsize=8)
+    ax.legend(fontsize=7)
     return fig

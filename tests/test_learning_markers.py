@@ -1,0 +1,308 @@
+"""The learning chapters' markers against their curves: limit laws, softmax spectra, the marker rule."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from gelib import AttentionConfig
+from gelib import learning as L
+from gelib import learning_markers as MK
+from gelib.freeprob import marchenko_pastur
+
+
+def table_cells(md):
+    """The body rows of a markdown table, as lists of stripped cells."""
+    return [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()[2:]]
+
+
+# --- limit laws, softmax spectra and markers ------------------------------------------------
+
+
+class ScaledMomentsLaw:
+    """A law whose reported exact moments are off by a factor: the quadrature check must see it."""
+
+    def __init__(self, law, factor):
+        self.law, self.factor = law, factor
+
+    def moments(self, k):
+        return self.law.moments(k) * self.factor
+
+    def __getattr__(self, name):
+        return getattr(self.law, name)
+
+
+def test_quadrature_error_sees_wrong_moments():
+    law = marchenko_pastur(0.5)
+    assert MK.quadrature_error(law) < 1e-12
+    # m_1, m_2 reported 1 % too large: the quadrature misses them by 1 - 1/1.01
+    assert MK.quadrature_error(ScaledMomentsLaw(law, 1.01)) == pytest.approx(1 - 1 / 1.01, rel=1e-9)
+    # an atom at 0 (MP with ratio 2: mass 1/2 there) is counted in the total mass
+    assert MK.quadrature_error(marchenko_pastur(2.0)) < 1e-12
+
+
+def test_limit_laws_cache_check_and_mean():
+    calls = []
+
+    def law_fn(cfg):
+        calls.append(cfg)
+        from gelib.attention_law import output_law
+
+        return output_law(cfg)
+
+    laws = MK.LimitLaws(1e-9, law_fn=law_fn)
+    cfgs = [
+        AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512),
+        AttentionConfig(n=256, d=512, h=4, d_k=32, d_o=128, tie_kv=True),
+        AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512, beta=1.5),
+    ]
+    for c in cfgs:
+        assert laws(c) is laws(c)
+        # the exact mean eigenvalue against its closed form (e^{b^2} - 1 (+ b^2 n / d_K tied)) d_O / n
+        assert laws.mean(c) == pytest.approx(c.first_moment, rel=1e-12)
+    assert calls == cfgs and len(laws) == 3
+    assert 0 < laws.max_error < 1e-9 and laws.max_error == max(laws.errors.values())
+    bad = MK.LimitLaws(1e-9, law_fn=lambda c: ScaledMomentsLaw(marchenko_pastur(0.5), 1.001))
+    with pytest.raises(ValueError, match="misses the exact moments"):
+        bad(cfgs[0])
+    assert len(bad) == 0 and MK.LimitLaws().max_error == 0.0
+
+
+def test_softmax_spectra_use_the_named_stream():
+    import jax
+
+    from gelib.keys import tag
+    from gelib.spectra import model_spectra
+
+    cfg = AttentionConfig(n=32, d=32, h=2, d_k=16, d_o=48)
+    key = jax.random.key(3)
+    mha = MK.SoftmaxSpectra(key, seeds=2)
+    ev = mha(cfg, "panel", 7)
+    assert ev.shape == (2, 32)
+    # the stream by hand: fold_in of each path element's tag
+    direct = model_spectra(
+        jax.random.fold_in(jax.random.fold_in(key, tag("panel")), 7), cfg, ("mha",), 2, progress=False
+    )["mha"]
+    np.testing.assert_array_equal(ev, direct)
+    assert mha(cfg, "another", 1) is ev and len(mha) == 1  # simulated once per layer
+    # mean eigenvalue of the softmax layer near its limit (e - 1) d_O / n, up to the finite-size shift
+    assert ev.mean() == pytest.approx(cfg.first_moment, rel=0.3)
+    other = mha(cfg.replace(d_o=24), "panel", 7)
+    assert len(mha) == 2 and other.shape == (2, 32)
+    # the companion at half the size, on its own stream
+    same, half = mha.pair(cfg, "panel", 7)
+    assert same is ev and half.shape == (2, 16) and half is mha(MK.halve(cfg), "panel", 7, "half")
+
+
+UNTIED = AttentionConfig(n=256, d=256, h=4, d_k=64, d_o=512)
+TIED = AttentionConfig(n=256, d=512, h=4, d_k=64, d_o=128, tie_kv=True)
+
+
+def test_predicted_shift_is_the_first_moment_bias():
+    from gelib.models import mha_shift_exact
+    from gelib.spectra import mean_shift
+
+    b = MK.predicted_shift(UNTIED)
+    assert b == mha_shift_exact(256, 64)
+    # its leading order is about 1.58 / d_K - 12.1 / n at beta = 1; what that neglects is of the
+    # size of the square of the first order, (1.58 / d_K + 12.1 / n)^2
+    assert mean_shift(256, 64) == pytest.approx(1.582 / 64 - 12.06 / 256, abs=2e-3)
+    assert abs(b - mean_shift(256, 64)) < (1.582 / 64 + 12.06 / 256) ** 2
+    assert MK.predicted_shift(TIED) is None
+
+
+def test_shifted_law_is_the_law_of_the_rescaled_eigenvalue():
+    laws = MK.LimitLaws(1e-9, law_fn=lambda c: marchenko_pastur(0.5))
+    c = 1 + MK.predicted_shift(UNTIED)
+    m = marchenko_pastur(0.5).moments(2)
+    law = laws.shifted(UNTIED)
+    np.testing.assert_allclose(law.moments(2), m * np.array([c, c * c]), rtol=1e-12)
+    assert law.edges()[0][1] == pytest.approx(c * (1 + math.sqrt(0.5)) ** 2, rel=1e-9)
+    assert laws.shifted(UNTIED) is law  # cached
+    assert laws.shifted(TIED) is None
+
+
+def test_halve_keeps_the_ratios():
+    for cfg in (UNTIED, TIED, UNTIED.replace(h_kv=2, beta=1.5)):
+        half = MK.halve(cfg)
+        assert half.n == cfg.n // 2 and (half.h, half.h_kv, half.beta, half.tie_kv) == (
+            cfg.h,
+            cfg.h_kv,
+            cfg.beta,
+            cfg.tie_kv,
+        )
+        assert MK.law_parameters(half) == MK.law_parameters(cfg)
+    odd = MK.halve(UNTIED.replace(d_o=819))  # an odd width is rounded
+    assert odd.d_o == 410
+    with pytest.raises(ValueError, match="odd"):
+        MK.halve(UNTIED.replace(n=255))
+
+
+def test_marker_table_rule_against_the_prediction():
+    t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
+    v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
+    s = t.add("a", "close", 400, 1.0, v, predicted=1.02)
+    lo, hi = scipy.stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=scipy.stats.sem(v))
+    assert s.mean == pytest.approx(v.mean()) and s.ci95 == pytest.approx((hi - lo) / 2)
+    m0 = t.markers[0]
+    assert m0.reference == 1.02 and m0.reference_ci == 0.0
+    assert t.tolerance(m0) == pytest.approx(2.5 * s.ci95 / 1.02)
+    # 9 % off GE but on its prediction: passes; the same values against GE alone fail
+    t.add("a", "shifted", 400, 1.0, [1.09, 1.091, 1.089], predicted=1.09)
+    t.add("a", "unpredicted", 400, 1.0, [1.09, 1.091, 1.089])
+    m1, m2 = t.markers[1:]
+    assert m1.miss == pytest.approx(0.0, abs=1e-12) and m1.deviation == pytest.approx(0.09)
+    assert m2.miss == pytest.approx(0.09) and t.bad() == [m2]
+    # a companion at n / 2 that departs by +8 % from its own prediction: at n the reference moves by
+    # +4 % (the departure is O(1 / n)), and the companion's interval widens the tolerance
+    half = MK.HalfSize(n=200, mean=1.08 * 2.0, ci=0.02, reference=2.0)
+    assert half.departure == pytest.approx(0.08)
+    t.add("a", "corrected", 400, 1.0, [1.04, 1.041, 1.039], half=half)
+    m3 = t.markers[3]
+    assert m3.reference == pytest.approx(1.04) and m3.reference_ci == pytest.approx(0.01 / 2)
+    assert m3.miss == pytest.approx(0.0, abs=1e-12)
+    assert t.tolerance(m3) == pytest.approx(2.5 * math.hypot(m3.ci, 0.005) / 1.04)
+    # the same companion under a rate of 1/2 carries 8 % / sqrt(2) instead
+    r = MK.MarkerTable(MK.LimitLaws(), rate=0.5)
+    r.add("a", "slow", 400, 1.0, [1.0], half=half)
+    assert r.markers[0].reference == pytest.approx(1 + 0.08 / math.sqrt(2))
+    assert t.worst == pytest.approx(0.09 / t.tolerance(m2)) and t.max_deviation == pytest.approx(0.09)
+    assert t.predicted == 2 and t.corrected == 1 and t.max_miss == pytest.approx(0.09)
+    assert t.summary() == {
+        "markers": 4,
+        "predicted": 2,
+        "corrected": 1,
+        "worst": t.worst,
+        "failures": 1,
+        "worst-dev": 100 * t.max_deviation,
+        "worst-miss": 100 * t.max_miss,
+        "max-tol": 100 * max(t.tolerance(m) for m in t.markers),
+    }
+    rows = table_cells(t.markdown())
+    assert len(rows) == 4 and rows[2][:6] == ["a", "unpredicted", "400", "1", "—", "—"]
+    assert rows[3][5] == "+8.00 % ± 1.00" and rows[3][6] == "1.04"
+    assert [r[-1] for r in rows] == ["passes", "passes", "FAILS", "passes"]
+    assert len(t) == 4
+
+
+def test_measure_mean_needs_no_companion_where_the_shift_is_exact():
+    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
+    b = MK.predicted_shift(UNTIED)
+    ev = np.full((3, 8), 1.0) * (1 + b) + np.array([[-1e-3], [0.0], [1e-3]])  # mean eigenvalue m_1 (1 + b)
+    half = np.full((3, 4), 1.1)  # tied: the companion departs by +10 %, so the reference is 1.05
+    t.measure_mean("a", "untied", UNTIED, ev, half)
+    t.measure_mean("a", "tied", TIED, np.full((3, 8), 1.05) + np.array([[-1e-3], [0.0], [1e-3]]), half)
+    untied, tied = t.markers
+    assert untied.label == "untied, m_1" and untied.half is None and untied.predicted == pytest.approx(1 + b)
+    assert untied.mean == pytest.approx(1 + b)
+    assert tied.predicted is None and tied.ge == pytest.approx(1.0) and tied.half.n == TIED.n // 2
+    assert tied.reference == pytest.approx(1.05) and t.bad() == []
+
+
+class FakeSpectra:
+    """Eigenvalues of MP(1/2) from one fixed sample, scaled by ``1 + c n^-rate`` per seed (plus noise)."""
+
+    def __init__(self, c, rate, noise, seeds=6):
+        rng = np.random.default_rng(5)
+        self.c, self.rate, self.noise, self.rng, self.seeds = c, rate, noise, rng, seeds
+
+    def __call__(self, cfg, *path):
+        x = self.rng.normal(size=(self.seeds, cfg.n, 2 * cfg.n))
+        ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / (2 * cfg.n))
+        scale = 1 + self.c * cfg.n**-self.rate + self.noise * self.rng.normal(size=(self.seeds, 1))
+        return ev / ev.mean(axis=1, keepdims=True) * scale  # the mean is exactly the scale
+
+
+@pytest.mark.parametrize("rate, consistent", [(1.0, True), (0.5, False)])
+def test_convergence_measures_the_rate_and_rejects_a_slower_one(rate, consistent):
+    """The mean eigenvalue departs from MP(1/2)'s by ``3 n^-rate`` (noise 1e-4): the fitted slope finds
+    ``-rate``, and is consistent with the predicted 1 only when it is 1."""
+    laws = MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5))
+
+    def make(n):
+        return TIED.replace(n=n, d=2 * n, d_k=n // 4, d_v=n // 4, d_o=n // 2)  # tied: no shift predicted
+
+    c = MK.convergence(
+        FakeSpectra(3.0, rate, 1e-4), laws, lambda mu: L.expect(mu, lambda x: x, 0.0), make, (32, 64, 128), "m1"
+    )
+    assert c.ns == (32, 64, 128) and c.resolved
+    np.testing.assert_allclose([d.mean for d in c.departures], [3.0 * n**-rate for n in c.ns], rtol=1e-3)
+    assert c.slope == pytest.approx(-rate, abs=0.01) and c.ci95 < 0.01
+    assert c.consistent is consistent
+    # departures lost in the noise are not resolved, and then nothing is concluded
+    noisy = MK.convergence(
+        FakeSpectra(3.0, 1.0, 0.2), laws, lambda mu: L.expect(mu, lambda x: x, 0.0), make, (32, 64, 128), "m1"
+    )
+    assert not noisy.resolved and not noisy.consistent
+
+
+def test_spread_excess_is_scale_free():
+    law = marchenko_pastur(0.5)  # m_2 / m_1^2 = 1.5
+    x = np.array([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]])
+    s = MK.spread_excess(law, x)
+    per_seed = np.array([(14 / 3) / 4 / 1.5 - 1, 1 / 1.5 - 1])
+    assert s.mean == pytest.approx(per_seed.mean())
+    assert MK.spread_excess(law, 7.0 * x).mean == pytest.approx(s.mean)
+
+
+def test_marker_table_predicts_the_mean_eigenvalue_exactly():
+    """For the mean eigenvalue the prediction is m_1 (1 + b), and for a ratio of two layers the ratio
+    of their shifts."""
+    laws = MK.LimitLaws()
+    t = MK.MarkerTable(laws)
+    b = MK.predicted_shift(UNTIED)
+    m1 = UNTIED.first_moment
+    ge, pred = t.predict(lambda mu: mu.moments(1)[0], UNTIED)
+    assert ge == pytest.approx(m1, rel=1e-12) and pred == pytest.approx(m1 * (1 + b), rel=1e-12)
+    other = UNTIED.replace(d_k=128)
+    b2 = MK.predicted_shift(other)
+    assert b2 != pytest.approx(b)  # the two layers' shifts differ, so the ratio moves
+    ge, pred = t.predict(lambda a, c: a.moments(1)[0] / c.moments(1)[0], UNTIED, other)
+    assert ge == pytest.approx(1.0, rel=1e-12) and pred == pytest.approx((1 + b) / (1 + b2), rel=1e-12)
+    ge, pred = t.predict(lambda mu: mu.moments(1)[0], TIED)  # no prediction for tied layers
+    assert pred is None and ge == pytest.approx(TIED.first_moment, rel=1e-12)
+
+
+def test_marker_table_measure():
+    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
+    law = marchenko_pastur(0.5)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(4, 100, 200))
+    ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 200)  # (seeds, n), MP(0.5)
+    s = t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), TIED, ev)  # no shift: against the law
+    m = t.markers[0]
+    assert m.n == 256 and m.ge == L.arrival_time(law, 0.1) and m.predicted is None
+    assert s.mean == pytest.approx(np.mean([L.arrival_time(e, 0.1) for e in ev]))
+    assert not t.bad()  # sampled MP falls on its law
+    t.measure("a", "arrival", lambda mu: L.arrival_time(mu, 0.1), UNTIED, ev)
+    b = MK.predicted_shift(UNTIED)
+    assert t.markers[1].predicted == pytest.approx(m.ge / (1 + b), rel=1e-8)  # time scales like 1 / eigenvalue
+
+
+def test_marker_table_curve_and_summary():
+    t = MK.MarkerTable(MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5)))
+    law = marchenko_pastur(0.5)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 64, 128))
+    ev = np.linalg.eigvalsh(x @ np.swapaxes(x, 1, 2) / 128)
+    times = np.array([0.1, 0.5, 2.0])
+    pairs = t.measure_curve("a", "mp", times, lambda mu: L.training_loss(mu, times), UNTIED, ev)
+    assert [p[0] for p in pairs] == list(times)
+    assert [m.label for m in t.markers] == ["mp, t=0.1", "mp, t=0.5", "mp, t=2"]
+    b = MK.predicted_shift(UNTIED)
+    for j, (_, s) in enumerate(pairs):
+        assert t.markers[j].ge == pytest.approx(L.training_loss(law, times[j])[0], rel=1e-12)
+        # the loss of the rescaled law at t is the law's at (1 + b) t
+        assert t.markers[j].predicted == pytest.approx(L.training_loss(law, (1 + b) * times[j])[0], rel=1e-9)
+        assert s.mean == pytest.approx(np.mean([L.training_loss(e, times[j])[0] for e in ev]), rel=1e-12)
+    # with a companion, each point of the curve gets its own, against the halved layer's prediction
+    half = ev[:, ::2]
+    t.measure_curve("b", "mp", times, lambda mu: L.training_loss(mu, times), UNTIED, ev, half)
+    b_half = MK.predicted_shift(MK.halve(UNTIED))
+    for j, m in enumerate(t.markers[3:]):
+        assert m.half.n == 128 and m.half.mean == pytest.approx(
+            np.mean([L.training_loss(e, times[j])[0] for e in half])
+        )
+        assert m.half.reference == pytest.approx(L.training_loss(law, (1 + b_half) * times[j])[0], rel=1e-9)
+    assert t.summary()["markers"] == 6 and t.summary()["corrected"] == 3
