@@ -29,6 +29,7 @@ from fractions import Fraction
 
 import jax
 import numpy as np
+import scipy.stats
 
 from .attention_law import output_law
 from .config import AttentionConfig
@@ -251,7 +252,8 @@ def halve(cfg: AttentionConfig) -> AttentionConfig:
 
 
 #: The order in ``1 / n`` of the softmax layer's departure from its limit law at fixed ratios
-#: (``d_K`` grows with ``n``): the first-moment shift is ``beta^4 / d_K + c / n``
+#: (``d_K`` grows with ``n``), a conjecture that :func:`convergence` tests (the paper's Table 1
+#: bounds its steps only at ``n^{-1/2 + o(1)}``): the first-moment shift is ``beta^4 / d_K + c / n``
 #: (:func:`gelib.models.mha_shift_exact`), and the rest of the spectrum's finite-size change
 #: (its spread, :func:`spread_excess`) comes from the same two sources, the non-Gaussian
 #: scores of a head of width ``d_K`` and the normalisation over ``n`` keys; both are
@@ -343,7 +345,8 @@ def _log_slope(ns: Sequence[int], values: Sequence[Summary]) -> tuple[float, flo
     """Weighted least-squares slope of ``log |mean|`` on ``log n`` and its 95 % half-width.
 
     Each point's variance is the delta-method ``(se / mean)^2`` (``se`` the standard
-    error over seeds); the interval is normal, from those variances only.
+    error over seeds); the interval is from those variances only, with the Student-t
+    quantile of the fewest seeds (the variances are themselves estimates).
     """
     x = np.log(np.asarray(ns, dtype=float))
     y = np.log(np.abs([v.mean for v in values]))
@@ -352,7 +355,9 @@ def _log_slope(ns: Sequence[int], values: Sequence[Summary]) -> tuple[float, flo
     xm = np.sum(w * x) / np.sum(w)
     sxx = np.sum(w * (x - xm) ** 2)
     slope = float(np.sum(w * (x - xm) * y) / sxx)
-    return slope, float(1.959964 / np.sqrt(sxx))
+    # the variances are estimated from few seeds: Student t with the fewest seeds' degrees of freedom
+    q = float(scipy.stats.t.ppf(0.975, min(v.count for v in values) - 1))
+    return slope, float(q / np.sqrt(sxx))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -362,7 +367,7 @@ class Convergence:
     ``departures``: per ``n``, the summary over seeds of ``value / shifted prediction - 1``;
     ``slope`` and ``ci95``: the fitted exponent of ``|departure| ~ n^slope``
     (weighted least squares of ``log |departure|`` on ``log n``, each point weighted by its
-    delta-method variance ``(se / mean)^2``, a normal 95 % interval); ``rate``: the predicted
+    delta-method variance ``(se / mean)^2``, a Student-t 95 % interval); ``rate``: the predicted
     order (:data:`DEPARTURE_RATE`).
     """
 
