@@ -285,6 +285,11 @@ def _marks(data: dict, i: int) -> list[tuple[float, Summary]]:
     return [(x, Summary(y, c, np.nan, 0)) for x, y, c in zip(mha[i]["x"], mha[i]["y"], mha[i]["ci95"])]
 
 
+def _panel_curve(ax: Axes, data: dict, i: int, color: str, cur: dict, **kw) -> None:
+    """The ``i``-th GE curve ``cur`` of a panel and its MHA markers (:func:`ge_and_mha`, line width 1.5)."""
+    ge_and_mha(ax, cur["x"], cur["y"], _marks(data, i), color=color, lw=1.5, **kw)
+
+
 def loss_figure(
     data: dict,
     layers: Sequence[AttentionConfig],
@@ -303,13 +308,12 @@ def loss_figure(
     """
     fig, ax = plt.subplots(figsize=(6.4, 5.0))
     for i, (c, cfg, sim, cur) in enumerate(zip(COLORS, layers, marker_layers or layers, _series(data, "ge"))):
-        ge_and_mha(
+        _panel_curve(
             ax,
-            cur["x"],
-            cur["y"],
-            _marks(data, i),
-            color=c,
-            lw=1.5,
+            data,
+            i,
+            c,
+            cur,
             label=f"GE, $h = {cfg.h}$ ($h d_V/n = {cfg.h * cfg.d_v / cfg.n:g}$)",
             mark_label=f"MHA, $h = {sim.h}$, $n = {sim.n}$",
         )
@@ -423,13 +427,12 @@ def paths_figure(
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     for i, (c, cur) in enumerate(zip(COLORS, _series(data, "ge"))):
         mha = _series(data, "mha")
-        ge_and_mha(
+        _panel_curve(
             ax,
-            cur["x"],
-            cur["y"],
-            _marks(data, i),
-            color=c,
-            lw=1.5,
+            data,
+            i,
+            c,
+            cur,
             marker=".",
             ms=4,
             label=f"GE, {cur['label']}",
