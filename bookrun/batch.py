@@ -500,7 +500,9 @@ def run_entries(root: Path) -> set[str]:
     for f in toc_files(root):
         parts = Path(f).parts
         tops |= {parts[0]} if len(parts) > 1 else {f"{parts[0]}.md", f"{parts[0]}.ipynb"}
-    own = {"record.json", "record.json.tmp", "logs", ".work", "_build", ".write-test", RUN_MARKER}
+    # "data": the figures' numbers the chapters write there (:func:`_data_dir`), so that a forced
+    # rerun never leaves an earlier run's CSV beside this run's
+    own = {"record.json", "record.json.tmp", "logs", ".work", "_build", ".write-test", "data", RUN_MARKER}
     return tops | set(ROOT_FILES) | own
 
 

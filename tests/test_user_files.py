@@ -76,9 +76,12 @@ def test_force_clears_only_what_a_batch_wrote_in_its_own_folder(book, capsys):
     kept = user_files(out / "keep")  # a user's folder dropped into the run folder
     (out / "mine.txt").write_text("mine")
     (out / "book" / "stale.ipynb").write_text("{}")  # the batch's own folder: cleared
+    (out / "data" / "good").mkdir(parents=True)
+    (out / "data" / "good" / "fig.csv").write_text("an earlier run's numbers\n")  # the chapters' CSV: cleared
     assert run_batch(book, "ci", ["good"], out=out, force=True, render=False) == 0
     assert snapshot(out / "keep") == kept and (out / "mine.txt").read_text() == "mine"
     assert not (out / "book" / "stale.ipynb").exists() and (out / "book" / "good.ipynb").is_file()
+    assert not (out / "data").exists()
 
 
 def test_an_empty_folder_can_be_a_run_folder_with_force(book, tmp_path_factory, capsys):
