@@ -41,6 +41,7 @@ from .presets import PRESETS, Preset
 from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
 
 __all__ = [
+    "MIN_TESTED_SEEDS",
     "shrink",
     "row_seeds",
     "mean_shifts",
@@ -136,8 +137,8 @@ class TableRow:
     ``None`` for a tied layer);
     ``paper`` the paper's ``(mean, ci95)`` in per cent or ``None``; ``z`` the
     agreement with it, ``None`` unless the row runs at exact dimensions
-    (``s == 1``) and the paper has a value; ``paper_ks`` and ``z_ks`` the same
-    for the KS distance.
+    (``s == 1``) with at least :data:`MIN_TESTED_SEEDS` seeds and the paper has a value;
+    ``paper_ks`` and ``z_ks`` the same for the KS distance.
     """
 
     name: str
@@ -156,6 +157,21 @@ class TableRow:
     z_ks: float | None = None
     shift_exact: float | None = None
 
+    def detects(self, ks: bool = False) -> float | None:
+        """The smallest ``|ours - paper|`` that fails the agreement check ``|z| < 2``: its power.
+
+        ``2 hypot(ci95, paper's ci95)``, in the column's units (per cent for W1); ``None`` where
+        the row is not tested (``z`` is ``None``).
+        """
+        ours, paper, z = (self.ks, self.paper_ks, self.z_ks) if ks else (self.rel, self.paper, self.z)
+        return None if z is None or paper is None else 2 * math.hypot(ours.ci95, paper[1])
+
+
+#: The fewest seeds for which a row at exact dimensions is compared with the paper: with fewer,
+#: the Student-t quantile (12.7 at two seeds) makes the interval so wide that the check passes
+#: whatever the row measures; such a row is shown, marked "not tested".
+MIN_TESTED_SEEDS = 4
+
 
 def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> TableRow:
     """The row of preset ``name`` from its comparison ``res`` at layer ``cfg``
@@ -163,9 +179,9 @@ def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> Table
     p = PRESETS[name]
     shift = mean_shifts(res)
     rel, ks = summarize(100 * res.rel_w1), summarize(res.ks)
-    exact = s == 1
-    z = _z(rel, p.paper_rel_w1) if exact and p.paper_rel_w1 is not None else None
-    z_ks = _z(ks, p.paper_ks) if exact and p.paper_ks is not None else None
+    tested = s == 1 and rel.count >= MIN_TESTED_SEEDS
+    z = _z(rel, p.paper_rel_w1) if tested and p.paper_rel_w1 is not None else None
+    z_ks = _z(ks, p.paper_ks) if tested and p.paper_ks is not None else None
     return TableRow(
         name=name,
         title=p.title,
@@ -193,7 +209,9 @@ def _cells(r: TableRow) -> list:
     def z_cell(z, published):
         if z is not None:
             return f"{z:+.2f}"
-        return "n/a (shrunk)" if published else "—"
+        if not published:
+            return "—"
+        return "n/a (shrunk)" if r.s != 1 else f"not tested ({r.rel.count} seeds)"
 
     return [
         r.title,
@@ -219,7 +237,7 @@ def markdown_table(rows: list[TableRow]) -> str:
     half-widths over seeds, the mean shift with its exact prediction in brackets
     (the leading order for a tied layer), the
     paper's values and ``z`` for W1 and KS (``n/a (shrunk)`` for a shrunk row of
-    the paper)."""
+    the paper, ``not tested (k seeds)`` for a row with fewer than :data:`MIN_TESTED_SEEDS` seeds)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
     return "\n".join(lines)

@@ -424,6 +424,15 @@ class MomentCheck:
         """Whether the sweep shows that the error vanishes (the slope's 95 % interval lies below 0)."""
         return self.fit is not None and self.fit.slope + self.fit.ci95 < 0
 
+    def decay_bound(self) -> float:
+        """The largest ``|mean|`` at the largest ``n`` that the *decay* check of :meth:`failures` allows.
+
+        ``2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p``: the check's power, the smallest error at the
+        largest size that it would flag.
+        """
+        lo, hi = self.at(self.ns[0]), self.at()
+        return 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (self.ns[0] / self.ns[-1]) ** self.rate
+
     def failures(self) -> list[str]:
         """The checks that fail (empty if none), with ``ci`` a 95 % half-width over seeds:
 
@@ -438,8 +447,7 @@ class MomentCheck:
             s = self.at(n)
             if self.bias is not None and abs(s.mean - self.bias[i]) > 2 * s.ci95:
                 out.append(f"{name} at n = {n}: {s.mean:+.4f} ± {s.ci95:.4f}, predicted {self.bias[i]:+.4f}")
-        lo, hi = self.at(self.ns[0]), self.at()
-        bound = 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (self.ns[0] / self.ns[-1]) ** self.rate
+        hi, bound = self.at(), self.decay_bound()
         if abs(hi.mean) > bound:
             out.append(f"{name}: |{hi.mean:.4f}| at n = {self.ns[-1]} > {bound:.4f} allowed from n = {self.ns[0]}")
         if self.fit is not None:
@@ -493,14 +501,16 @@ def moment_checks(
 
 def moment_checks_markdown(checks: list[MomentCheck], labels: Mapping[str, str] | None = None) -> str:
     """The checks as a Markdown table, one row per model and moment: the relative error at the
-    smallest and the largest ``n`` (per cent, mean ± 95 % over seeds), the predicted bias of
-    ``m_1`` (exact), the fitted slope of ``|error|`` against ``n`` ± 95 % and the predicted one."""
+    smallest and the largest ``n`` (per cent, mean ± 95 % over seeds), the largest error at the
+    largest ``n`` that the decay check allows (its power, :meth:`MomentCheck.decay_bound`), the
+    predicted bias of ``m_1`` (exact), the fitted slope of ``|error|`` against ``n`` ± 95 % and the
+    predicted one."""
     labels = {"yg": "$Y^G$", "mha": "MHA"} if labels is None else labels
     n0, n1 = checks[0].ns[0], checks[0].ns[-1]
     lines = [
-        f"| model | moment | error at $n$ = {n0} (%) | error at $n$ = {n1} (%) "
+        f"| model | moment | error at $n$ = {n0} (%) | error at $n$ = {n1} (%) | allowed at $n$ = {n1} (%) "
         "| predicted (%) | slope | predicted slope |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in checks:
         lo, hi = c.at(n0), c.at()
@@ -508,6 +518,7 @@ def moment_checks_markdown(checks: list[MomentCheck], labels: Mapping[str, str] 
         slope = "—" if c.fit is None else f"{c.fit.slope:+.2f} ± {c.fit.ci95:.2f}"
         lines.append(
             f"| {labels.get(c.model, c.model)} | $m_{c.k}$ | {100 * lo.mean:+.2f} ± {100 * lo.ci95:.2f} "
-            f"| {100 * hi.mean:+.2f} ± {100 * hi.ci95:.2f} | {pred} | {slope} | {'' if c.exact else '≤ '}-{c.rate:g} |"
+            f"| {100 * hi.mean:+.2f} ± {100 * hi.ci95:.2f} | {100 * c.decay_bound():.2f} | {pred} | {slope} "
+            f"| {'' if c.exact else '≤ '}-{c.rate:g} |"
         )
     return "\n".join(lines)

@@ -57,7 +57,7 @@ import scipy.stats
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
-from .models import head_outputs, kernel_f, output
+from .models import head_outputs, output
 from .models.construction import check_models
 from .numerics import PowerFit, host_linalg
 from .sampling import sample
@@ -446,11 +446,7 @@ def _host_route(cfg: AttentionConfig, models: tuple[str, ...], path: str, ndev: 
 
 def _beta_args(cfg: AttentionConfig, models: tuple[str, ...]):
     """``(cfg with beta = 1, beta, alpha2)``: the compilation key and the traced values
-    (``alpha2`` computed in float64 before any cast: it cancels at small ``beta``).
-    Raises the ConfigError of ``Sigma_f`` for ``beta^2 / d_k >= 1/2`` here, where
-    ``beta`` is still a number."""
-    if "yg_sigma_f" in models:
-        kernel_f(jnp.zeros((1, cfg.d_k)), cfg.beta)
+    (``alpha2`` computed in float64 before any cast: it cancels at small ``beta``)."""
     dt = jnp.dtype(cfg.dtype)
     return cfg.replace(beta=1.0), jnp.asarray(cfg.beta, dt), jnp.asarray(cfg.alpha2, dt)
 
@@ -788,13 +784,16 @@ def step_distances(spectra: dict, steps: Iterable[Sequence[str]]) -> tuple[dict,
     pairs: the :class:`~gelib.spectra.Summary` over seeds of ``100 rel_w1(a, b)``
     (percent of ``b``'s mean eigenvalue), that of ``ks(a, b)``, the raw
     ``w1(a, b)`` per seed (``(seeds,)``; a metric, so the distance of a composite
-    step is at most the sum over its parts) and the mean over seeds of the
-    relative shift of the mean eigenvalue, ``mean(b) / mean(a) - 1``.
+    step is at most the sum over its parts) and the :class:`~gelib.spectra.Summary` over seeds
+    of the relative shift of the mean eigenvalue, ``mean(a) / mean(b) - 1``: earlier model
+    over later, the book's one sign convention for a step's shift, the same as
+    :func:`gelib.models.step_shifts` and the bias ``b`` of :func:`mean_shift` (``Y^G`` to MHA),
+    which the steps' shifts compose to.
     """
 
     steps = [tuple(s) for s in steps]
     step_w1 = {s: summarize(100 * rel_w1(spectra[s[0]], spectra[s[1]])) for s in steps}
     step_ks = {s: summarize(ks(spectra[s[0]], spectra[s[1]])) for s in steps}
     raw_w1 = {s: w1(spectra[s[0]], spectra[s[1]]) for s in steps}
-    mean_shift = {s: float(np.mean(spectra[s[1]].mean(1) / spectra[s[0]].mean(1) - 1)) for s in steps}
+    mean_shift = {s: summarize(spectra[s[0]].mean(1) / spectra[s[1]].mean(1) - 1) for s in steps}
     return step_w1, step_ks, raw_w1, mean_shift

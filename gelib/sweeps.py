@@ -57,6 +57,7 @@ The keys come from the chapter; nothing here makes its own.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -77,6 +78,7 @@ __all__ = [
     "Sweep",
     "run",
     "slope_within",
+    "log_factor_allowance",
     "Seed",
     "NestedDraws",
     "main_layer",
@@ -237,6 +239,23 @@ def slope_within(fit: PowerFit, predicted: float, steeper: float, flatter: float
     slope; ``flatter``: a less negative one), which the chapter derives.
     """
     return predicted - fit.ci95 - steeper <= fit.slope <= predicted + fit.ci95 + flatter
+
+
+def log_factor_allowance(ns: Sequence[float], power: float = 1.0) -> float:
+    """How much flatter than ``n^rate`` a power law fitted over ``ns`` is when the truth is ``n^rate (log n)^power``.
+
+    The secant slope of ``log((log n)^power)`` against ``log n`` between the smallest and largest
+    ``n``: ``power log(log n_max / log n_min) / log(n_max / n_min)``. A prediction "slope ``rate``
+    up to logarithms" (rigidity of eigenvalues: ``(log n)^{1/2} / n`` for W1, ``log n / n`` for KS)
+    is then the band ``[rate, rate + allowance]``; pass it to :func:`slope_within` as ``flatter``.
+
+    >>> round(log_factor_allowance((128, 256, 512)), 3)
+    0.181
+    """
+    lo, hi = float(min(ns)), float(max(ns))
+    if not 1 < lo < hi:
+        raise ValueError(f"need at least two sizes above 1, got {tuple(ns)}")
+    return power * math.log(math.log(hi) / math.log(lo)) / math.log(hi / lo)
 
 
 # --- nested draws ----------------------------------------------------------------

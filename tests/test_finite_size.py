@@ -72,6 +72,13 @@ def test_row_z_and_prediction():
     assert table_row(p.name, cfg, 2, row.res).z_ks is None
     assert table_row("vit-b16", cfg, 1, row.res).z is None
     assert table_row("vit-b16", cfg, 1, row.res).z_ks is None
+    # the power of the check: the smallest |ours - paper| with |z| >= 2
+    assert row.detects() == pytest.approx(2 * math.hypot(rel.ci95, pc), rel=1e-12)
+    assert row.detects(ks=True) == pytest.approx(2 * math.hypot(ks.ci95, kc), rel=1e-12)
+    # too few seeds: shown, not tested (two seeds: the t quantile 12.7 passes anything)
+    few = table_row(p.name, cfg, 1, _comparison(cfg, yg[:2] * factors[:2, None], yg[:2]))
+    assert few.z is None and few.z_ks is None and few.detects() is None
+    assert "not tested (2 seeds)" in markdown_table([few])
 
 
 def test_paper_columns():
@@ -112,7 +119,7 @@ def test_seed_flops_counts_scores_by_hand():
 
 def test_markdown_table():
     cfg = PRESETS["bert-base"].config()
-    yg = np.ones((3, cfg.n)) + np.linspace(0, 1, cfg.n)
+    yg = np.ones((4, cfg.n)) + np.linspace(0, 1, cfg.n)
     rows = [
         table_row("bert-base", cfg, 1, _comparison(cfg, 1.01 * yg, yg)),
         table_row("bert-base", cfg, 2, _comparison(cfg, 1.01 * yg, yg)),

@@ -13,7 +13,7 @@ import pytest
 import scipy.integrate
 import scipy.stats
 
-from gelib import AttentionConfig, ConfigError, sweeps
+from gelib import AttentionConfig, sweeps
 from gelib import models as M
 from gelib import spectra as S
 from gelib.sampling import sample_fast
@@ -101,8 +101,8 @@ def test_output_row_mean_is_the_mean_of_the_rows_over_fresh_queries():
     draw = sample_fast(jax.random.key(5), cfg)
     m = np.asarray(M.output_row_mean(draw, cfg))
     queries = jax.random.normal(jax.random.key(100), (400, *draw.q.shape))  # 400 fresh copies of Q
-    rows = jax.vmap(lambda q: M.build("yf_ring", draw._replace(q=q), cfg))(queries)
-    rows = np.asarray(rows).reshape(-1, cfg.d_o)  # 400 n i.i.d. rows given K, V, W^O
+    rows = jax.vmap(lambda q: M.build("yf", draw._replace(q=q), cfg))(queries)
+    rows = np.asarray(rows).reshape(-1, cfg.d_o)  # 400 n i.i.d. rows of Y^f given K, V, W^O
     se = rows.std(axis=0) / math.sqrt(len(rows))
     z = (rows.mean(axis=0) - m) / se
     assert np.max(np.abs(z)) < 4.0, z
@@ -134,14 +134,22 @@ def test_kernel_moments_over_keys_match_a_quadrature(d_k, beta):
     diag = np.diagonal(np.asarray(M.kernel_f(keys, beta)))
     mu = np.asarray(M.kernel_mean(keys, beta))
     assert M.kernel_f_diagonal_mean(d_k, beta) == pytest.approx(_chi2_expectation(diag, s, d_k), rel=1e-6)
-    assert abs(_chi2_expectation(mu, s, d_k)) < 1e-7
-    assert M.kernel_mean_variance(d_k, beta) == pytest.approx(_chi2_expectation(mu**2, s, d_k), rel=1e-6)
+    assert M.centering_norm2(1, d_k, beta) == pytest.approx(_chi2_expectation(mu**2, s, d_k), rel=1e-6)  # E mu_j^2
     assert M.sigma_mean_ratio(d_k, beta) * math.expm1(beta**2) == pytest.approx(M.kernel_f_diagonal_mean(d_k, beta))
+    if 8 * beta**2 < d_k:  # the variance of the diagonal over the keys
+        second = _chi2_expectation(diag**2, s, d_k)
+        assert M.kernel_f_diagonal_variance(d_k, beta) == pytest.approx(
+            second - M.kernel_f_diagonal_mean(d_k, beta) ** 2, rel=1e-6
+        )
+    x = np.exp(beta**2 * (s / d_k - 1))  # the key-norm factor E x^t at t = 1, 2
+    for t in (1, 2):
+        assert M.key_norm_mgf(t * beta**2, d_k) == pytest.approx(_chi2_expectation(x**t, s, d_k), rel=1e-6)
 
 
 def test_kernel_moment_limits():
     assert M.kernel_f_diagonal_mean(4, 1.0) == math.inf  # 4 beta^2 >= d_k
-    assert M.kernel_mean_variance(2, 1.0) == math.inf  # 2 beta^2 >= d_k
+    assert M.kernel_f_diagonal_variance(8, 1.0) == math.inf and M.key_norm_mgf(1.0, 2) == math.inf
+    assert M.centering_norm2(1, 2, 1.0) == math.inf  # 2 beta^2 >= d_k
     # leading orders in 1/d_k, by Richardson extrapolation of d_k x (value - limit) at d_k and 2 d_k
     for beta in (0.5, 1.0):
         e = math.exp(beta**2)
@@ -152,7 +160,7 @@ def test_kernel_moment_limits():
         assert lead(lambda d, b: M.sigma_mean_ratio(d, b) - 1, 10**4) == pytest.approx(
             beta**4 * (4 * e - 1) / (e - 1), rel=1e-5
         )
-        assert lead(M.kernel_mean_variance, 10**4) == pytest.approx(beta**4 / 2, rel=1e-5)
+        assert lead(lambda d, b: M.centering_norm2(1, d, b), 10**4) == pytest.approx(beta**4 / 2, rel=1e-5)
 
 
 def test_kernel_error_first_order_predicts_the_kernel_error():
@@ -202,16 +210,20 @@ def test_step_distances_of_rescaled_spectra():
     spectra_ = {"a": a, "b": 1.1 * a, "c": 1.21 * a}
     steps = [("a", "b"), ("b", "c"), ("a", "c")]
     step_w1, step_ks, raw_w1, shift = S.step_distances(spectra_, steps)
-    # b = 1.1 a: rel. W1 = 0.1 / 1.1 of b's mean, the mean moves by 10 %
+    # b = 1.1 a: rel. W1 = 0.1 / 1.1 of b's mean; the shift is earlier over later, a / b - 1
     assert step_w1[("a", "b")].mean == pytest.approx(100 * 0.1 / 1.1, rel=1e-12)
     assert step_w1[("a", "b")].count == 5
-    assert shift[("a", "b")] == pytest.approx(0.1, rel=1e-12)
-    assert shift[("a", "c")] == pytest.approx(0.21, rel=1e-12)
+    assert shift[("a", "b")].mean == pytest.approx(1 / 1.1 - 1, rel=1e-12)
+    assert shift[("a", "c")].mean == pytest.approx(1 / 1.21 - 1, rel=1e-12)
+    assert shift[("a", "c")].ci95 == pytest.approx(0.0, abs=1e-12)  # the same ratio on every seed
     np.testing.assert_allclose(raw_w1[("a", "c")], raw_w1[("a", "b")] + raw_w1[("b", "c")], rtol=1e-12)
     assert 0 < step_ks[("a", "b")].mean <= 1
 
 
-def test_sigma_f_needs_a_finite_kernel():
-    cfg = AttentionConfig(n=8, d=8, h=1, d_k=2, beta=1.2)  # beta^2 / d_k = 0.72 >= 1/2
-    with pytest.raises(ConfigError):
-        M.sigma(M.kernel_f, sample_fast(jax.random.key(0), cfg), cfg)
+def test_sigma_f_exists_for_every_beta():
+    # a covariance given the keys: finite and positive semi-definite at beta^2 / d_k = 0.72, where the
+    # per-query reading's second moment E M(q)^2 is infinite
+    cfg = AttentionConfig(n=8, d=8, h=1, d_k=2, beta=1.2)
+    s = np.asarray(M.sigma(M.kernel_f, sample_fast(jax.random.key(0), cfg), cfg))
+    assert np.all(np.isfinite(s))
+    assert np.linalg.eigvalsh(s).min() > -1e-10 * np.linalg.eigvalsh(s).max()

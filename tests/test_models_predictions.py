@@ -82,14 +82,11 @@ def test_row_mean_effect_matches_a_direct_computation():
     out = M.row_mean_effect(cfg, keys)
     assert out.shape == (2, 3)
     q, k, v, w_o = (np.asarray(a) for a in sample_fast(keys[1], cfg))
-    y, m = np.zeros((cfg.n, cfg.d_o)), np.zeros(cfg.d_o)  # Y-ring^f and its row mean, written out in NumPy
+    y, m = np.zeros((cfg.n, cfg.d_o)), np.zeros(cfg.d_o)  # Y^f and its row mean, written out in NumPy
     for r in range(cfg.h):
-        e = np.exp(cfg.beta * q[r] @ k[r].T / math.sqrt(cfg.d_k) - cfg.beta**2 / 2)
-        centre = np.exp(cfg.beta**2 * np.sum(q[r] ** 2, axis=1) / (2 * cfg.d_k) - cfg.beta**2 / 2)
-        y += (e - centre[:, None]) @ v[r] @ w_o[r] / math.sqrt(cfg.n)
-        mu = np.exp(cfg.beta**2 * np.sum(k[r] ** 2, axis=1) / (2 * cfg.d_k) - cfg.beta**2 / 2) - np.exp(
-            -(cfg.beta**2) / 2 - cfg.d_k / 2 * math.log1p(-(cfg.beta**2) / cfg.d_k)
-        )
+        f = np.expm1(cfg.beta * q[r] @ k[r].T / math.sqrt(cfg.d_k) - cfg.beta**2 / 2)
+        y += f @ v[r] @ w_o[r] / math.sqrt(cfg.n)
+        mu = np.expm1(cfg.beta**2 * (np.sum(k[r] ** 2, axis=1) / cfg.d_k - 1) / 2)  # E_q f(s_j), keys fixed
         m += mu @ v[r] @ w_o[r] / math.sqrt(cfg.n)
     top = [np.linalg.eigvalsh(x @ x.T / cfg.n)[-1] for x in (y, y - m)]
     np.testing.assert_allclose(out[1], [m @ m, *top], rtol=1e-10)
@@ -103,4 +100,5 @@ def test_row_mean_norms_match_output_row_mean_and_their_exact_expectation():
     m = np.asarray(M.output_row_mean(sample_fast(keys[3], cfg), cfg))
     assert norms[3] == pytest.approx(m @ m, rel=1e-12)
     se = norms.std(ddof=1) / math.sqrt(norms.size)
-    assert abs(norms.mean() - cfg.d_o * M.kernel_mean_variance(cfg.d_k, cfg.beta)) < 4 * se
+    assert abs(norms.mean() - M.centering_mean_norm2(cfg)) < 4 * se
+    assert M.centering_mean_norm2(cfg) == pytest.approx(cfg.d_o * M.centering_norm2(cfg.n, cfg.d_k, cfg.beta) / cfg.n)

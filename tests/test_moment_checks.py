@@ -282,8 +282,14 @@ def test_moment_checks_errors_fits_and_failures():
     stuck_fails = by["c", 3].failures()
     assert any("allowed from n = 64" in f for f in stuck_fails) and any("slope" in f for f in stuck_fails)
     assert not by["c", 3].decided
+    # the decay bound is the check's threshold: an error just above it fails, just below passes
+    c3 = by["c", 3]
+    lo, hi = c3.at(64), c3.at()
+    assert c3.decay_bound() == pytest.approx(2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (64 / 512) ** 0.5)
+    assert abs(hi.mean) > c3.decay_bound() and abs(by["a", 3].at().mean) <= by["a", 3].decay_bound()
     table = moment_checks_markdown(checks, labels={"a": "A"})
     assert table.count("\n") == 1 + len(checks) and "error at $n$ = 512" in table and "| A | $m_2$ |" in table
+    assert "allowed at $n$ = 512" in table and f"| {100 * c3.decay_bound():.2f} |" in table
     assert "≤ -0.5" in table and "| -1 |" in table
     with pytest.raises(ValueError, match="increase"):
         moment_checks({128: spectra[128], 64: spectra[64]}, law_m, cfg, rates)

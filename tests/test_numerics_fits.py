@@ -88,3 +88,17 @@ def test_nested_interval_covers_the_truth_where_the_pooled_one_undercovers():
             covered[name] += abs(fit.slope + 0.5) <= fit.ci95
     assert 0.91 <= covered["nested"] / 400 <= 0.99, covered
     assert covered["pooled"] / 400 < 0.75, covered
+
+
+def test_half_width_at_another_level():
+    rng = np.random.default_rng(5)
+    x = np.array([10.0, 20.0, 40.0, 80.0])
+    y = x[:, None] ** -0.5 * np.exp(0.1 * rng.normal(size=(4, 6)))
+    for nested, dof in ((True, 5), (False, 4 * 6 - 2)):
+        fit = numerics.fit_power_law(x, y, nested=nested)
+        assert fit.dof == dof
+        assert fit.half_width(0.95) == pytest.approx(fit.ci95, rel=1e-12)
+        ratio = scipy.stats.t.ppf(0.995, dof) / scipy.stats.t.ppf(0.975, dof)
+        assert fit.half_width(0.99) == pytest.approx(fit.ci95 * ratio, rel=1e-12)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        numerics.PowerFit(slope=-1.0, prefactor=1.0, ci95=0.1).half_width(0.99)

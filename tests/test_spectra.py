@@ -209,8 +209,8 @@ def test_one_compilation_serves_every_beta_and_matches_the_static_build():
         y = M.build_all(models, sample(draw_key, c, "fast"), c, key=noise_key)
         np.testing.assert_allclose(got, np.asarray(S.gram(y)), rtol=1e-10, atol=1e-12)
     assert S._grams_at._cache_size() == before
-    with pytest.raises(Exception, match="beta\\^2 / d_k"):
-        S._grams(key, cfg.replace(beta=2.0, d_k=7), models, "fast")
+    # Sigma_f exists for every beta (a covariance given the keys): beta^2 / d_k = 0.57 builds, finite
+    assert np.all(np.isfinite(np.asarray(S._grams(key, cfg.replace(beta=2.0, d_k=7), models, "fast"))))
 
 
 def test_spectrum_sets_exact_zeros_to_zero():

@@ -12,7 +12,7 @@ from gelib import models as M
 from gelib.keys import stream
 from gelib.sampling import sample_fast
 from gelib.spectra import ks, rel_w1, spectrum
-from gelib.sweeps import PowerFit, Sweep, proportional, run, slope_within
+from gelib.sweeps import PowerFit, Sweep, log_factor_allowance, proportional, run, slope_within
 
 BASE = proportional(24, h=3, d_k=1 / 4, d_v=1 / 3, d_o=1 / 2, beta=0.8)
 LAYERS = [BASE.at_length(n) for n in (12, 24)]
@@ -26,7 +26,7 @@ def spectra_measure(c, k):
     """A real measurement: the spectra of two models of one draw, and per-head values."""
     draw = sample_fast(k, c)
     ev = spectrum(M.build_all(("mha", "yf"), draw, c))
-    return dict(ev_mha=ev[0], ev_f=ev[1], top=float(ev[0][-1]), heads=M.centering_terms(draw, c)["row_mean_norm"])
+    return dict(ev_mha=ev[0], ev_f=ev[1], top=float(ev[0][-1]), heads=M.centering_terms(draw, c)["per_query_norm"])
 
 
 def test_proportional_layers_have_the_stated_widths_and_match_at_length():
@@ -124,3 +124,16 @@ def test_slope_within_allows_the_confidence_interval_plus_the_margins():
     assert slope_within(fit(-0.7, 0.05), -0.5, 0.15, 0.2)  # -0.7 >= -0.5 - 0.05 - 0.15
     assert not slope_within(fit(-0.75, 0.05), -0.5, 0.15, 0.2)
     assert not slope_within(fit(0.0, 0.1), -0.5, 0.15, 0.2)  # a constant error: the wrong normalisation
+
+
+def test_log_factor_allowance_is_the_secant_slope_of_the_log_factor():
+    # a noiseless n^-1 log n fitted over ns: its slope is -1 plus the allowance, exactly
+    ns = np.array([100.0, 400.0, 1600.0])
+    fit = np.polyfit(np.log(ns), np.log(np.log(ns) / ns), 1)[0]
+    # least squares over three equally spaced log n is the secant through the end points
+    assert fit == pytest.approx(-1 + log_factor_allowance(ns), rel=1e-9)
+    assert log_factor_allowance((100, 1600), 0.5) == pytest.approx(
+        0.5 * (np.log(np.log(1600) / np.log(100))) / np.log(16), rel=1e-12
+    )
+    with pytest.raises(ValueError):
+        log_factor_allowance((1, 1))

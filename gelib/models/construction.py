@@ -8,7 +8,7 @@ so consecutive models differ only by the step of the proof between them:
 ==============  ==============================================================
 ``mha``         ``sqrt(n) A^perp``: the centred softmax multi-head output
 ``yf``          ``Y^f``: row denominators replaced by the constant ``n e^{beta^2/2}``
-``yf_ring``     ``Y-ring^f``: the conditional row mean subtracted
+``yf_ring``     ``Y-ring^f``: the rows' common conditional mean ``m`` subtracted (``Y^f - 1 m^T``)
 ``yg_sigma_f``  ``Y^G[Sigma_f]``: Gaussian rows with the exact covariance
 ``yg_sigma_g``  ``Y^G[Sigma_G]``: Gaussian rows with the linearised covariance
 ``yg``          ``Y^G``: original queries, independent noise
@@ -103,48 +103,43 @@ def attention(s: jax.Array, beta: float | jax.Array) -> jax.Array:
     return jax.nn.softmax(beta * s, axis=-1)
 
 
-def row_mean(q_r: jax.Array, beta: float | jax.Array) -> jax.Array:
-    """``E[f(S_ij) | q_i] = exp(beta^2 (|q_i|^2 / d_k - 1) / 2) - 1`` over Gaussian keys.
+def row_mean(x: jax.Array, beta: float | jax.Array) -> jax.Array:
+    """``E[f(x . y / sqrt(d_k)) | x] = exp(beta^2 (|x|^2 / d_k - 1) / 2) - 1`` over ``y ~ N(0, I_{d_k})``.
 
-    ``q_r`` has shape ``(..., n, d_k)`` (queries ``q_i`` on the last axis); the result ``(..., n)``.
+    ``x`` has shape ``(..., n, d_k)`` (vectors on the last axis); the result ``(..., n)``.
+    With ``x`` the keys ``k_j`` it is the mean of column ``j`` of ``f(S_r)`` over the
+    query, :func:`kernel_mean`, which centering subtracts; with ``x`` the queries
+    ``q_i`` it is the per-query mean of row ``i`` over the keys (the other reading
+    of the centring step, rank up to ``h``, kept as a contrast).
     """
-    d_k = q_r.shape[-1]
-    return jnp.expm1(beta**2 * (jnp.sum(q_r**2, axis=-1) / d_k - 1) / 2)
+    d_k = x.shape[-1]
+    return jnp.expm1(beta**2 * (jnp.sum(x**2, axis=-1) / d_k - 1) / 2)
 
 
 def kernel_f(k_g: jax.Array, beta: float | jax.Array) -> jax.Array:
-    """The exact kernel ``E_q[f-ring(K q / sqrt d_k) f-ring(.)^T]``, ``(n, n)``, of the keys ``k_g`` (``(n, d_k)``).
+    """The exact kernel ``Cov_q[f(K q / sqrt d_k)]``, ``(n, n)``, of the keys ``k_g`` (``(n, d_k)``).
 
-    ``f-ring_j(q) = e^{beta a_j - beta^2/2} - M(q)`` with ``a = K q / sqrt(d_k)``,
-    ``M(q) = exp(beta^2 |q|^2 / (2 d_k) - beta^2 / 2)`` and ``q ~ N(0, I)``; the
-    three Gaussian integrals of the appendix (:ref:`conv-kernel`) give it in closed form.
-    Needs ``gamma = beta^2 / d_k < 1/2`` (otherwise ``E[M^2]`` is infinite).
+    The covariance over one query ``q ~ N(0, I)`` of a row of ``f(S_r)``, keys fixed:
+    with ``s_j = |k_j|^2`` and ``g_jl = k_j . k_l``,
+    ``exp(beta^2 (s_j + s_l) / (2 d_k) - beta^2) (exp(beta^2 g_jl / d_k) - 1)``
+    (two Gaussian integrals; appendix :ref:`conv-kernel`). It exists for every ``beta``
+    and ``d_k``: given the keys every moment of a log-normal is finite.
     """
-    n, d_k = k_g.shape
-    gamma = beta**2 / d_k
-    if not isinstance(gamma, jax.core.Tracer) and gamma >= 0.5:  # traced beta: checked by the caller
-        raise ConfigError(f"Sigma_f needs beta^2 / d_k < 1/2 (E[M(q)^2] diverges); got beta^2 / d_k = {gamma:.3g}")
+    d_k = k_g.shape[-1]
     sq = jnp.sum(k_g**2, axis=-1)
     gram = k_g @ k_g.T
-    pair = jnp.exp(beta**2 * (sq[:, None] + sq[None, :] + 2 * gram) / (2 * d_k) - beta**2)
-    cross = jnp.exp(-(beta**2) - d_k / 2 * jnp.log1p(-gamma) + beta**2 * sq / (2 * d_k * (1 - gamma)))
-    m2 = jnp.exp(-(beta**2) - d_k / 2 * jnp.log1p(-2 * gamma))
-    return pair - cross[:, None] - cross[None, :] + m2
+    return jnp.exp(beta**2 * ((sq[:, None] + sq[None, :]) / (2 * d_k) - 1)) * jnp.expm1(beta**2 * gram / d_k)
 
 
 def kernel_mean(k_g: jax.Array, beta: float | jax.Array) -> jax.Array:
-    """``E_q[f-ring(K q / sqrt d_k)]`` (``(n,)``), the rows' mean given the keys ``k_g`` (``(n, d_k)``).
+    """``mu = E_q[f(K q / sqrt d_k)]`` (``(n,)``): the mean of a row of ``f(S_r)`` given the keys ``k_g`` ``(n, d_k)``.
 
-    ``exp(beta^2 |k_j|^2 / (2 d_k) - beta^2 / 2) - e^{-beta^2/2} (1 - gamma)^{-d_k/2}``:
-    not exactly zero at finite ``d_k`` (it is ``O(1/sqrt(d_k))`` per entry), so
-    :func:`kernel_f` is a second moment, not a covariance. The difference is the
-    same vector for every row, a rank-``<= h`` change of the output
-    (the rows are often called mean-zero; this is the exact statement).
+    ``mu_j = exp(beta^2 (|k_j|^2 / d_k - 1) / 2) - 1`` (:func:`row_mean` of the keys). Given
+    ``K, V, W^O`` the rows of ``Y^f`` are i.i.d. (row ``i`` depends on the queries of
+    position ``i`` only), so they share one mean, ``m = sum_r W^O_r^T V_g^T mu_g / sqrt(n)``
+    (:func:`~gelib.models.output_row_mean`); centering subtracts ``1 m^T``, rank one.
     """
-    d_k = k_g.shape[-1]
-    gamma = beta**2 / d_k
-    sq = jnp.sum(k_g**2, axis=-1)
-    return jnp.exp(beta**2 * sq / (2 * d_k) - beta**2 / 2) - jnp.exp(-(beta**2) / 2 - d_k / 2 * jnp.log1p(-gamma))
+    return row_mean(k_g, beta)
 
 
 def kernel_g(k_g: jax.Array, beta: float | jax.Array) -> jax.Array:
@@ -278,7 +273,7 @@ def head_outputs(model: str, draw: Draw, cfg: AttentionConfig, *, key: jax.Array
     elif model == "yf_ring":
 
         def one(r, q, k, v):
-            fr = f(scores(q, k), beta) - row_mean(q, beta)[:, None]
+            fr = f(scores(q, k), beta) - kernel_mean(k, beta)[None, :]  # every row less their common mean
             return fr @ v / rn
     elif model == "yg_sigma_f":
         return _gaussian_rows(kernel_f, draw, cfg, rows_key)
@@ -354,25 +349,30 @@ def gaussian_heads(gauss: jax.Array, m: jax.Array, cfg: AttentionConfig) -> jax.
     return jnp.einsum("rnv,rvw->rnw", gauss, psd_roots(m)[group])
 
 
-@functools.partial(jax.jit, static_argnames=("kernels", "cfg"))
 def gaussian_row_outputs(kernels: tuple, draw: Draw, gauss: jax.Array, cfg: AttentionConfig) -> jax.Array:
     """``Y^G[Sigma_kernel] = sum_r G_r M_g^{1/2} W^O_r`` for each kernel, from one ``G``: ``(len(kernels), n, d_o)``.
 
     ``kernels`` is a tuple such as ``(kernel_f, kernel_g)``: then the two
     outputs are ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]`` coupled through one
     Gaussian ``G`` (``(h, n, d_v)``), so that they differ by the covariance alone.
+    Each kernel is its own compiled program: with both in one, the two independent
+    eigendecompositions could deadlock XLA's CPU scheduler (jaxlib 0.10.2 on 2 cores, a
+    chapter that hung on its second call; reproduced in a loop of a few seeds).
     """
-    return jnp.stack(
-        [output(gaussian_heads(gauss, value_second_moments(k, draw, cfg), cfg), draw.w_o) for k in kernels]
-    )
+    return jnp.stack([_gaussian_row_output(k, draw, gauss, cfg) for k in kernels])
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "cfg"))
+def _gaussian_row_output(kernel, draw: Draw, gauss: jax.Array, cfg: AttentionConfig) -> jax.Array:
+    return output(gaussian_heads(gauss, value_second_moments(kernel, draw, cfg), cfg), draw.w_o)
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "cfg"))
 def sigma(kernel: Callable[[jax.Array, float], jax.Array], draw: Draw, cfg: AttentionConfig) -> jax.Array:
     """``Sigma = (1/n) sum_r W^O_r^T V_g^T kernel(K_g) V_g W^O_r``, ``(d_o, d_o)``.
 
-    With :func:`kernel_f` this is ``Sigma_f`` (the second moment of a row of
-    ``Y-ring^f`` given ``K, V, W^O``, up to the cross-head terms of its mean),
+    With :func:`kernel_f` this is ``Sigma_f``, exactly the covariance of a row of
+    ``Y-ring^f`` given ``K, V, W^O`` (its rows have mean zero given them),
     with :func:`kernel_g` it is ``Sigma_G``, the covariance of a row of ``Y^G``.
     ``kernel`` as in :func:`value_second_moments`.
     """

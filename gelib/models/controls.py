@@ -3,11 +3,12 @@
 * denominator replacement: the operator norm of the middle term and the rank
   of the last (:func:`~gelib.models.denominator_terms`), the numerical rank of a matrix
   (:func:`~gelib.models.numerical_rank`);
-* centring: the subtracted row means (:func:`~gelib.models.centering_terms`,
-  :func:`~gelib.models.centering_norm2`, :func:`~gelib.models.row_mean_effect`, :func:`~gelib.models.row_mean_norms`);
+* centring: the common row mean that it subtracts, rank one (:func:`~gelib.models.centering_terms`,
+  :func:`~gelib.models.output_row_mean`, :func:`~gelib.models.centering_norm2`,
+  :func:`~gelib.models.centering_mean_norm2`, :func:`~gelib.models.row_mean_effect`,
+  :func:`~gelib.models.row_mean_norms`);
 * Gaussian rows: the per-row quadratic forms against their conditional means
-  (:func:`~gelib.models.quadratic_forms`, :func:`~gelib.models.form_deviation`), the row mean of the output
-  over fresh queries (:func:`~gelib.models.output_row_mean`), the conditional covariances of
+  (:func:`~gelib.models.quadratic_forms`, :func:`~gelib.models.form_deviation`), the conditional covariances of
   the rows (:func:`~gelib.models.conditional_covariances`);
 * covariance approximation: the normalised Frobenius error between the two
   kernels (:func:`~gelib.models.kernel_error`), and a Monte Carlo check of the exact kernel
@@ -47,6 +48,7 @@ __all__ = [
     "denominator_terms",
     "centering_terms",
     "centering_norm2",
+    "centering_mean_norm2",
     "kernel_error",
     "numerical_rank",
     "quadratic_forms",
@@ -145,36 +147,57 @@ def _denominator_terms(draw: Draw, cfg: AttentionConfig, beta, start) -> dict:
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
 def centering_terms(draw: Draw, cfg: AttentionConfig) -> dict:
-    """What centering subtracts (Table 1, row 3): ``Y^f - Y-ring^f``.
+    """What centering subtracts (Table 1, row 3): ``Y^f - Y-ring^f = 1 m^T``, and the other reading beside it.
 
-    Per head the subtracted matrix is ``m_r 1^T / sqrt(n)`` with
-    ``m_r = E[f(S_r) | q]`` (:func:`row_mean`), rank one with operator norm
-    ``|m_r|_2``. Returns ``row_mean_norm`` (``h``), and ``subtracted``, the
-    sum carried to the output (``n x d_o``, rank ``<= h``).
+    Given ``K, V, W^O`` the rows of ``Y^f`` are i.i.d., with one common mean
+    ``m`` (:func:`~gelib.models.output_row_mean`); centering subtracts ``1 m^T``, rank one in
+    total, whose operator norm on the scale of ``Y / sqrt(n)`` is ``|m|``. Returns
+    ``mean`` (``m``, ``(d_o,)``), ``mean_norm`` (``|m|``), ``subtracted`` (``1 m^T``,
+    ``(n, d_o)``), and the per-query reading for contrast: ``per_query``, the sum over
+    heads of ``m_r 1^T V_g W^O_r / sqrt(n)`` with ``m_r = E[f(S_r) | Q_r]``
+    (:func:`row_mean` of the queries; ``(n, d_o)``, rank up to ``h``), and
+    ``per_query_norm`` (``|m_r|_2`` per head, ``(h,)``).
     """
-    m = jax.vmap(row_mean, in_axes=(0, None))(draw.q, cfg.beta)  # (h, n)
+    m = output_row_mean(draw, cfg)
+    m_q = jax.vmap(row_mean, in_axes=(0, None))(draw.q, cfg.beta)  # (h, n): per-query means over the keys
     return {
-        "row_mean_norm": jnp.linalg.norm(m, axis=-1),
-        "subtracted": m.T @ _row_vectors(draw, cfg),
+        "mean": m,
+        "mean_norm": jnp.linalg.norm(m),
+        "subtracted": jnp.broadcast_to(m, (cfg.n, cfg.d_o)),
+        "per_query": m_q.T @ _row_vectors(draw, cfg),
+        "per_query_norm": jnp.linalg.norm(m_q, axis=-1),
     }
 
 
 def centering_norm2(n: int, d_k: int, beta: float) -> float:
-    """``E |m_r|_2^2``, the mean square norm of the row means that centering subtracts (one head).
+    """``n E[row_mean(x)^2]`` for ``x ~ N(0, I_{d_k})``: ``E |mu_g|^2`` and ``E |m_r|_2^2`` (one head).
 
-    ``m_r`` has ``n`` entries ``m_i = exp(beta^2 (rho_i - 1) / 2) - 1`` (:func:`row_mean`)
-    with ``rho_i = |q_i|^2 / d_k`` a ``chi^2_{d_k} / d_k`` variable; by its moment
+    The entries ``exp(beta^2 (rho - 1) / 2) - 1`` of :func:`row_mean`, with ``rho = |x|^2 / d_k``
+    a ``chi^2_{d_k} / d_k`` variable, are the means ``mu_j`` of :func:`kernel_mean` (``x`` a key)
+    and the per-query means ``m_{r,i}`` (``x`` a query): the same law. By the moment
     generating function ``E e^{t (rho - 1)} = e^{-t} (1 - 2t / d_k)^{-d_k / 2}``,
 
-    ``E |m_r|_2^2 = n (e^{-beta^2} (1 - 2 beta^2 / d_k)^{-d_k/2} - 2 e^{-beta^2/2} (1 - beta^2 / d_k)^{-d_k/2} + 1)``,
+    ``n (e^{-beta^2} (1 - 2 beta^2 / d_k)^{-d_k/2} - 2 e^{-beta^2/2} (1 - beta^2 / d_k)^{-d_k/2} + 1)``,
 
-    about ``n beta^4 / (2 d_k)``. Infinite unless ``beta^2 < d_k / 2``.
+    about ``n beta^4 / (2 d_k)``. Infinite unless ``beta^2 < d_k / 2``. For an untied layer
+    (``V`` independent of ``K``) the subtracted common mean has ``E |m|^2 = d_o`` times this
+    over ``n`` (:func:`~gelib.models.centering_mean_norm2`).
     """
     if 2 * beta**2 >= d_k:
         return math.inf
     t1 = math.exp(-(beta**2) - d_k / 2 * math.log1p(-2 * beta**2 / d_k))
     t2 = math.exp(-(beta**2) / 2 - d_k / 2 * math.log1p(-(beta**2) / d_k))
     return n * (t1 - 2 * t2 + 1)
+
+
+def centering_mean_norm2(cfg: AttentionConfig) -> float:
+    """``E |m|^2`` of the common row mean that centering subtracts, for an untied layer: ``d_o E mu_j^2``.
+
+    ``m = sum_r W^O_r^T V_g^T mu_g / sqrt(n)``; averaging over ``W^O`` (variance ``1 / (h d_v)``)
+    and then over ``V`` (independent of ``K``) leaves ``d_o |mu|^2 / n`` in mean, and
+    ``E |mu|^2 = n E mu_j^2`` (:func:`centering_norm2`). Exact at every size; not for tied ``V = K``.
+    """
+    return cfg.d_o * centering_norm2(cfg.n, cfg.d_k, cfg.beta) / cfg.n
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
@@ -246,12 +269,12 @@ def form_deviation(forms: np.ndarray | jax.Array, exact: np.ndarray | jax.Array)
 
 
 def output_row_mean(draw: Draw, cfg: AttentionConfig) -> jax.Array:
-    """The common mean ``m = sum_r W^O_r^T V_g^T mu_g / sqrt(n)`` of the rows of ``Y-ring^f`` given ``K, V, W^O``.
+    """The common mean ``m = sum_r W^O_r^T V_g^T mu_g / sqrt(n)`` of the rows of ``Y^f`` given ``K, V, W^O``.
 
-    Shape ``(d_o,)``.
-    ``mu_g = E_q[f-ring(K_g q / sqrt(d_k))]`` is :func:`kernel_mean`: centering
-    subtracts the mean over keys, so the mean over the query is not exactly
-    zero. Over ``K, V, W^O``, ``E|m|^2 = d_o Var(mu_j)``.
+    Shape ``(d_o,)``. ``mu_g = E_q[f(K_g q / sqrt(d_k))]`` is :func:`kernel_mean`; heads
+    have independent queries, so the mean of a row is the sum of the heads' means.
+    Centering subtracts ``1 m^T`` (:func:`centering_terms`). Over an untied layer,
+    ``E|m|^2 = d_o E mu_j^2`` (:func:`~gelib.models.centering_mean_norm2`).
     """
     mu = jax.vmap(lambda k: kernel_mean(k, cfg.beta))(draw.k)  # (h_kv, n)
     group = jnp.arange(cfg.h) // cfg.group_size
@@ -264,12 +287,12 @@ def kernel_f_estimate(k_g: jax.Array, q: jax.Array, beta: float) -> tuple[np.nda
 
     ``k_g`` (``(n, d_k)``) are keys, ``q`` (``(N, d_k)``) independent standard
     Gaussian queries. Each query gives the row
-    ``f-ring(q) = f(K q / sqrt(d_k)) - E[f | q]`` (:func:`f`, :func:`row_mean`);
+    ``f-ring(q) = f(K q / sqrt(d_k)) - mu`` (:func:`f`, ``mu`` = :func:`kernel_mean`, the exact mean);
     returns the average of ``f-ring f-ring^T`` (``(n, n)``) and the standard
     error of each entry, ``sqrt((mean of products squared - estimate^2) / N)``
     (from the fourth moments of the samples). NumPy arrays.
     """
-    rows: jax.Array | np.ndarray = f(q @ k_g.T / math.sqrt(k_g.shape[-1]), beta) - row_mean(q, beta)[:, None]
+    rows: jax.Array | np.ndarray = f(q @ k_g.T / math.sqrt(k_g.shape[-1]), beta) - kernel_mean(k_g, beta)[None, :]
     rows = np.asarray(rows)
     mc = rows.T @ rows / len(rows)
     se = np.sqrt(((rows**2).T @ rows**2 / len(rows) - mc**2) / len(rows))
@@ -326,7 +349,7 @@ def kernel_f_zscores(k_g: jax.Array, q: jax.Array, beta: float) -> tuple[np.ndar
     Bonferroni bound ``Phi^{-1}(1 - 0.025 / count)``: if every ``z`` is standard
     normal, ``max |z|`` exceeds it with probability at most 5 %, whatever their
     correlations (they share the queries). The standard errors come from sample
-    fourth moments, whose own variance is finite only when ``8 beta^2 < d_k``.
+    fourth moments (finite: given the keys every moment of a log-normal is).
     """
     import scipy.stats
 
@@ -337,12 +360,12 @@ def kernel_f_zscores(k_g: jax.Array, q: jax.Array, beta: float) -> tuple[np.ndar
 
 
 def row_mean_effect(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarray:
-    """The common row mean of ``Y-ring^f`` and its effect on the top eigenvalue, one layer per key.
+    """The common row mean that centering subtracts and its effect on the top eigenvalue, one layer per key.
 
     For each key a layer is sampled (:func:`gelib.sampling.sample_fast`); returns
     ``(len(keys), 3)``: ``|m|^2`` (:func:`~gelib.models.output_row_mean`, expected
-    ``d_o`` :func:`kernel_mean_variance`), the largest eigenvalue of ``Y Y^T / n`` for
-    ``Y = Y-ring^f``, and that of the centred ``Y - 1 m^T``. A rank-one mean that
+    :func:`~gelib.models.centering_mean_norm2`), the largest eigenvalue of ``Y Y^T / n`` for
+    ``Y = Y^f``, and that of the centred ``Y-ring^f = Y^f - 1 m^T``. A rank-one mean that
     creates an outlier shows as a gap between the last two.
     """
 
@@ -355,21 +378,21 @@ def row_mean_effect(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarr
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
 def _row_mean_grams(draw: Draw, cfg: AttentionConfig):
-    """``|m|^2`` and ``Y Y^T / n`` for ``Y-ring^f`` and for ``Y - 1 m^T`` (one compilation per shape)."""
-    y = build("yf_ring", draw, cfg)
+    """``|m|^2`` and ``Y Y^T / n`` for ``Y^f`` and for ``Y-ring^f = Y^f - 1 m^T`` (one compilation per shape)."""
+    y = build("yf", draw, cfg)
     m = output_row_mean(draw, cfg)
     yc = y - m[None, :]
     return m @ m, y @ y.T / cfg.n, yc @ yc.T / cfg.n
 
 
 def row_mean_norms(cfg: AttentionConfig, keys: Sequence[jax.Array]) -> np.ndarray:
-    """``|m|^2`` of the row mean of ``Y-ring^f``, one layer per key: ``(len(keys),)``.
+    """``|m|^2`` of the common row mean of ``Y^f`` (what centering subtracts), one layer per key: ``(len(keys),)``.
 
     The row mean is :func:`~gelib.models.output_row_mean`.
 
     Each key samples a layer (:func:`gelib.sampling.sample_fast`; only ``K, V, W^O``
-    matter). Over layers the mean is exactly ``d_o`` :func:`kernel_mean_variance`, so
-    many cheap layers test that expectation without building the outputs.
+    matter). Over untied layers the mean is exactly :func:`~gelib.models.centering_mean_norm2`,
+    so many cheap layers test that expectation without building the outputs.
     """
     return np.array([float(_row_mean_norm(key, cfg)) for key in keys])
 

@@ -1,8 +1,8 @@
 """Closed forms for the controls of Table 1: the tolerances come from the mathematics.
 
-Hermite coefficients of ``f`` (:func:`~gelib.models.hermite_coefficients`); the mean and
-variance of the exact kernel over Gaussian keys (:func:`~gelib.models.kernel_f_diagonal_mean`,
-:func:`~gelib.models.kernel_mean_variance`); the exact variance of the quadratic forms over
+Hermite coefficients of ``f`` (:func:`~gelib.models.hermite_coefficients`); the mean
+diagonal of the exact kernel over Gaussian keys (:func:`~gelib.models.kernel_f_diagonal_mean`);
+the exact variance of the quadratic forms over
 the query, for given keys and for Wishart keys (:func:`~gelib.models.form_variance`,
 :func:`~gelib.models.form_variance_wishart`); the kernel error, exactly and to first order
 (:func:`~gelib.models.kernel_error_exact`, :func:`~gelib.models.kernel_error_first_order`); the ratio of the
@@ -20,14 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..config import ConfigError
 from .construction import kernel_f
 
 __all__ = [
+    "key_norm_mgf",
     "kernel_f_diagonal_mean",
+    "kernel_f_diagonal_variance",
     "kernel_error_first_order",
     "sigma_mean_ratio",
-    "kernel_mean_variance",
     "hermite_coefficients",
     "form_variance",
     "form_variance_wishart",
@@ -50,12 +50,38 @@ def kernel_f_diagonal_mean(d_k: int, beta: float) -> float:
     return math.exp(-(beta**2)) * ((1 - 4 * gamma) ** (-d_k / 2) - (1 - 2 * gamma) ** (-d_k / 2))
 
 
+def key_norm_mgf(c: float, d_k: float) -> float:
+    """``E exp(c (|k|^2 / d_k - 1))`` for a Gaussian key ``k ~ N(0, I_{d_k})``: ``e^{-c} (1 - 2c / d_k)^{-d_k/2}``.
+
+    The factor by which longer-than-average keys inflate a moment at finite ``d_k``
+    (``1 + c^2 / d_k + O(d_k^-2)``); infinite unless ``2c < d_k``.
+    """
+    if 2 * c >= d_k:
+        return math.inf
+    return math.exp(-c - d_k / 2 * math.log1p(-2 * c / d_k))
+
+
+def kernel_f_diagonal_variance(d_k: int, beta: float) -> float:
+    """``Var(kernel_f(K)_jj)`` over Gaussian keys.
+
+    With ``x = e^{beta^2 (|k_j|^2 / d_k - 1)}`` the diagonal entry is ``e^{beta^2} x^2 - x``, so
+    ``E K_jj^2 = e^{2 beta^2} E x^4 - 2 e^{beta^2} E x^3 + E x^2`` (:func:`key_norm_mgf`), less the square
+    of :func:`kernel_f_diagonal_mean`. Infinite unless ``8 beta^2 < d_k``.
+    """
+    b2 = beta**2
+    mgf = [key_norm_mgf(t * b2, d_k) for t in (2, 3, 4)]
+    if math.isinf(mgf[-1]):
+        return math.inf
+    return math.exp(2 * b2) * mgf[2] - 2 * math.exp(b2) * mgf[1] + mgf[0] - kernel_f_diagonal_mean(d_k, beta) ** 2
+
+
 def kernel_error_first_order(n: int, d_k: int, beta: float) -> float:
     """First-order prediction of :func:`kernel_error`, ``||kernel_f - kernel_g||_F / sqrt(n)``, over Gaussian keys.
 
     With ``|k_j|^2 / d_k = 1 + eps_j`` and ``rho_jl = k_j . k_l / d_k``, the
     difference ``D`` has ``D_jj ~ 2 beta^2 (e^{beta^2} - 1) eps_j`` and, off the
-    diagonal, ``D_jl ~ beta^4 [eps_j eps_l / 4 + rho_jl (eps_j + eps_l) / 2 + (rho_jl^2 - 1/d_k) / 2]``,
+    diagonal, ``D_jl ~ beta^4 [rho_jl (eps_j + eps_l) / 2 + rho_jl^2 / 2]``, of mean square
+    ``beta^8 (1 + 3/4) / d_k^2`` (``E rho^2 (eps_j + eps_l)^2 ~ 4 / d_k^2``, ``E rho^4 ~ 3 / d_k^2``),
     so ``||D||_F^2 / n ~ 8 beta^4 (e^{beta^2} - 1)^2 / d_k + (7/4) beta^8 n / d_k^2``;
     returns its square root, ``O(n^{-1/2})`` at fixed ``d_k / n``.
     """
@@ -92,67 +118,39 @@ def hermite_coefficients(fn: Callable[[jax.Array], ArrayLike], degree: int, node
     return c / np.array([math.factorial(k) for k in ks], dtype=float)
 
 
-def kernel_mean_variance(d_k: int, beta: float) -> float:
-    """``Var(mu_j)`` over Gaussian keys, for ``mu = kernel_mean(K, beta)``.
+def _pieces(k_g: jax.Array, beta):
+    """``(E, s)`` with ``E[e_{j_1} ... e_{j_r}] = e^{-r beta^2 / 2} prod_i s_{j_i} prod_{i < i'} E_{j_i j_i'}``.
 
-    ``e^{-beta^2} ((1 - 2 gamma)^{-d_k/2} - (1 - gamma)^{-d_k})`` with
-    ``gamma = beta^2 / d_k`` (``E mu_j = 0``), ``~ beta^4 / (2 d_k)``; infinite when
-    ``2 gamma >= 1``. ``d_o`` times it is ``E|m|^2`` for the common row mean ``m`` of
-    :func:`output_row_mean`.
+    ``e_j = e^{beta a_j - beta^2 / 2}`` with ``a = K q / sqrt(d_k)``, ``q ~ N(0, I)``; with
+    ``G = beta^2 K K^T / d_k`` the Gaussian integral ``E e^{c . q} = e^{|c|^2 / 2}`` gives
+    ``E = exp(G)`` (``(n, n)``, entrywise) and ``s = exp(diag(G) / 2)`` (``(n,)``).
     """
-    gamma = beta**2 / d_k
-    if 2 * gamma >= 1:
-        return math.inf
-    return math.exp(-(beta**2)) * ((1 - 2 * gamma) ** (-d_k / 2) - (1 - gamma) ** (-d_k))
-
-
-def _moment_pieces(k_g: jax.Array, beta, p: int):
-    """The pieces ``(E, s, log N_p)`` of the Gaussian integrals of products of ``e_j`` and ``M(q)^p``.
-
-    ``E[e_{j_1} ... e_{j_r} M^p] = e^{-(r + p) beta^2 / 2} N_p prod_i s_{j_i} prod_{i < i'} E_{j_i j_i'}``;
-    ``e_j = e^{beta a_j - beta^2 / 2}`` with ``a = K q / sqrt(d_k)`` and ``M`` as in :func:`kernel_f`;
-    with ``G = beta^2 K K^T / d_k``, ``gamma = beta^2 / d_k`` and ``t = 1 / (1 - p gamma)`` the
-    Gaussian integral ``E e^{c.q + p gamma |q|^2 / 2} = (1 - p gamma)^{-d_k/2} e^{t |c|^2 / 2}`` gives
-    ``E = exp(t G)`` (``(n, n)``), ``s = exp(t diag(G) / 2)`` (``(n,)``) and ``N_p = (1 - p gamma)^{-d_k/2}``.
-    """
-    d_k = k_g.shape[-1]
-    gamma = beta**2 / d_k
-    t = 1 / (1 - p * gamma)
-    g = beta**2 * (k_g @ k_g.T) / d_k
-    return jnp.exp(t * g), jnp.exp(t * jnp.diagonal(g) / 2), -d_k / 2 * jnp.log1p(-p * gamma)
-
-
-def _check_fourth_moments(k_g, beta):
-    gamma = beta**2 / k_g.shape[-1]
-    if gamma >= 0.25:
-        raise ConfigError(f"the variance of the forms needs beta^2 / d_k < 1/4 (E[M(q)^4] diverges); got {gamma:.3g}")
+    g = beta**2 * (k_g @ k_g.T) / k_g.shape[-1]
+    return jnp.exp(g), jnp.exp(jnp.diagonal(g) / 2)
 
 
 def form_variance(k_g: jax.Array, b: jax.Array, beta: float, chunk: int = 8) -> tuple[jax.Array, jax.Array]:
     """Exact mean and variance over ``q ~ N(0, I)`` of ``Q(q) = f-ring(q)^T B f-ring(q) / n``, keys ``k_g`` fixed.
 
-    ``k_g`` (``(n, d_k)``), ``B`` symmetric (``(n, n)``), ``f-ring`` as in
-    :func:`kernel_f`. The mean is ``tr(B kernel_f(K)) / n``. With
-    ``f-ring = e - M 1``, ``y = e^T B e``, ``z = 1^T B e``, ``c = 1^T B 1``,
-    ``(n Q)^2 = y^2 - 4 M y z + 2 c M^2 y + 4 M^2 z^2 - 4 c M^3 z + c^2 M^4``, and
-    every term is a sum of the Gaussian integrals of ``_moment_pieces``.
-    All but the first cost ``O(n^3)``. The first,
+    ``k_g`` (``(n, d_k)``), ``B`` symmetric (``(n, n)``), ``f-ring = f(K q / sqrt d_k) - mu``
+    (``mu`` = :func:`~gelib.models.kernel_mean`, so ``f-ring = e - E e`` with ``e_j = e^{beta a_j - beta^2/2}``).
+    The mean is ``tr(B kernel_f(K)) / n``. With ``y = e^T B e`` and ``z = (E e)^T B e``,
+    ``n Q = y - 2 z + const``, and ``E y^2``, ``E y z``, ``E z^2`` are sums of the Gaussian
+    integrals of ``_pieces``. ``E y z`` and ``E z^2`` cost ``O(n^3)``. The first,
     ``E y^2 = e^{-2 beta^2} sum_{jl} B'_jl sum_{mp} B'_mp E_jm E_lm E_jp E_lp`` with
     ``B' = B o E o s s^T``, is a complete graph on four indices: ``O(n^4)``
     flops (as matrix products, ``chunk`` rows ``j`` at a time), about a second at
-    ``n = 256`` on a CPU. Needs ``beta^2 / d_k < 1/4``. Returns ``(mean, variance)``, scalars.
+    ``n = 256`` on a CPU. Finite for every ``beta``. Returns ``(mean, variance)``, scalars.
     """
-    _check_fourth_moments(k_g, beta)
     return _form_variance(k_g, b, beta, chunk)
 
 
 @functools.partial(jax.jit, static_argnames="chunk")
 def _form_variance(k_g, b, beta, chunk):
     n = k_g.shape[0]
-    ones = jnp.ones(n, b.dtype)
-    bsum, c = b @ ones, ones @ b @ ones
-    e0, s0, _ = _moment_pieces(k_g, beta, 0)
+    e0, s0 = _pieces(k_g, beta)
     bp = b * e0 * jnp.outer(s0, s0)
+    v = (b @ s0) * s0
 
     def rows(j):  # sum_l B'_jl x_jl^T B' x_jl with x_jl = E_j o E_l, for a chunk of rows j
         x = e0[j][:, None, :] * e0[None, :, :]  # (chunk, n, n)
@@ -161,18 +159,13 @@ def _form_variance(k_g, b, beta, chunk):
     pad = -n % chunk
     idx = jnp.concatenate([jnp.arange(n), jnp.zeros(pad, int)]).reshape(-1, chunk)
     weight = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)]).reshape(-1, chunk)
-    terms = [jnp.sum(jax.lax.map(rows, idx) * weight)]  # E y^2 / e^{-2 beta^2}
-    e1, s1, l1 = _moment_pieces(k_g, beta, 1)
-    terms.append(jnp.exp(l1) * jnp.sum((b * e1 * jnp.outer(s1, s1)) * (e1 @ ((bsum * s1)[:, None] * e1))))
-    e2, s2, l2 = _moment_pieces(k_g, beta, 2)
-    terms.append(jnp.exp(l2) * c * jnp.sum(b * e2 * jnp.outer(s2, s2)))
-    terms.append(jnp.exp(l2) * (bsum * s2) @ e2 @ (bsum * s2))
-    _, s3, l3 = _moment_pieces(k_g, beta, 3)
-    terms.append(jnp.exp(l3) * c * bsum @ s3)
-    terms.append(jnp.exp(_moment_pieces(k_g, beta, 4)[2]) * c**2)
-    second = jnp.exp(-2 * beta**2) * jnp.dot(jnp.array([1.0, -4.0, 2.0, 4.0, -4.0, 1.0]), jnp.stack(terms))
+    yy = jnp.sum(jax.lax.map(rows, idx) * weight)
+    yz = jnp.sum(bp * (e0 @ (v[:, None] * e0)))
+    zz = v @ e0 @ v
+    second = jnp.exp(-2 * beta**2) * (yy - 4 * yz + 4 * zz)  # E (y - 2z)^2
+    first = jnp.exp(-(beta**2)) * (jnp.sum(bp) - 2 * jnp.sum(v))  # E (y - 2z)
     mean = jnp.sum(b * kernel_f(k_g, beta)) / n
-    return mean, second / n**2 - mean**2
+    return mean, (second - first**2) / n**2
 
 
 def form_variance_wishart(k_g: jax.Array, beta: float, d_v: int) -> jax.Array:
@@ -182,11 +175,10 @@ def form_variance_wishart(k_g: jax.Array, beta: float, d_v: int) -> jax.Array:
     (``(n, d_k)``) fixed. ``E_V[B_jl B_mp] = delta_jl delta_mp + (delta_jm delta_lp
     + delta_jp delta_lm) / d_v`` leaves
     ``[(1 + 2 / d_v) sum_{jm} E f_j^2 f_m^2 - (tr K_f)^2 - 2 tr(K_f^2) / d_v] / n^2``
-    (``K_f`` = :func:`kernel_f`), and ``E f_j^2 f_m^2`` with ``f = e - M`` is nine
-    Gaussian integrals (``_moment_pieces``). It is the expectation of the
+    (``K_f`` = :func:`kernel_f`, ``f = f-ring``), and ``E f_j^2 f_m^2`` with ``f_j = e_j - E e_j`` is
+    nine Gaussian integrals (``_pieces``). It is the expectation of the
     mean squared deviation ``(Q - tr(B K_f) / n)^2`` of a row over ``q`` and ``V``. A scalar.
     """
-    _check_fourth_moments(k_g, beta)
     return _form_variance_wishart(k_g, beta, d_v)
 
 
@@ -196,13 +188,11 @@ def _form_variance_wishart(k_g, beta, d_v):
     g = beta**2 * (k_g @ k_g.T) / d_k
     dg = jnp.diagonal(g)
     total: float | jax.Array = 0.0
-    for a, ca, pa in ((2, 1, 0), (1, -2, 1), (0, 1, 2)):  # (e_j - M)^2 = e_j^2 - 2 e_j M + M^2
+    # (e_j - E e_j)^2 = e_j^2 - 2 (E e_j) e_j + (E e_j)^2, with E e_j = e^{-beta^2/2} e^{G_jj / 2}: terms (a, c_a, p_a)
+    for a, ca, pa in ((2, 1, 0), (1, -2, 1), (0, 1, 2)):
         for b, cb, pb in ((2, 1, 0), (1, -2, 1), (0, 1, 2)):
-            p = pa + pb
-            t = 1 / (1 - p * beta**2 / d_k)
-            log_c = -2 * beta**2 - d_k / 2 * jnp.log1p(-p * beta**2 / d_k)
-            quad = a**2 * dg[:, None] + b**2 * dg[None, :] + 2 * a * b * g
-            total = total + ca * cb * jnp.exp(log_c) * jnp.sum(jnp.exp(t * quad / 2))
+            quad = (a * a + pa) * dg[:, None] + (b * b + pb) * dg[None, :] + 2 * a * b * g
+            total = total + ca * cb * jnp.sum(jnp.exp(quad / 2 - 2 * beta**2))
     kf = kernel_f(k_g, beta)
     return ((1 + 2 / d_v) * total - jnp.trace(kf) ** 2 - 2 * jnp.sum(kf * kf) / d_v) / n**2
 
@@ -237,23 +227,21 @@ def kernel_error_exact(n: int, d_k: int, beta: float) -> float:
     gam = b2 / d_k
     if 8 * gam >= 1:
         return math.inf
-    cross = math.exp(-b2 - d_k / 2 * math.log1p(-gam))  # the terms of kernel_f
-    m2 = math.exp(-b2 - d_k / 2 * math.log1p(-2 * gam))
-    a1 = b2 / (2 * d_k * (1 - gam))
-    # off the diagonal: (w, p, a, b, c) for pair - cross_j - cross_l + m2 - beta^2 g / d_k
+    e = math.exp(-b2)
+    # off the diagonal, (w, p, a, b, c) for
+    # e^{-beta^2} e^{beta^2 (s_j + s_l) / (2 d_k)} (e^{beta^2 g / d_k} - 1) - beta^2 g / d_k
     off = [
-        (math.exp(-b2), 0, b2 / (2 * d_k), b2 / (2 * d_k), b2 / d_k),
-        (-cross, 0, a1, 0.0, 0.0),
-        (-cross, 0, 0.0, a1, 0.0),
-        (m2, 0, 0.0, 0.0, 0.0),
-        (-b2 / d_k, 1, 0.0, 0.0, 0.0),
+        (e, 0, gam / 2, gam / 2, gam),
+        (-e, 0, gam / 2, gam / 2, 0.0),
+        (-gam, 1, 0.0, 0.0, 0.0),
     ]
-    # on the diagonal (g = s_j, b = c = 0): pair - 2 cross + m2 - beta^2 s / d_k - alpha^2
+    # on the diagonal (g = s_j, b = c = 0), for
+    # e^{-beta^2} (e^{2 beta^2 s / d_k} - e^{beta^2 s / d_k}) - beta^2 s / d_k - alpha^2
     diag = [
-        (math.exp(-b2), 0, 2 * b2 / d_k, 0.0, 0.0),
-        (-2 * cross, 0, a1, 0.0, 0.0),
-        (m2 - (math.expm1(b2) - b2), 0, 0.0, 0.0, 0.0),
-        (-b2 / d_k, 1, 0.0, 0.0, 0.0),
+        (e, 0, 2 * gam, 0.0, 0.0),
+        (-e, 0, gam, 0.0, 0.0),
+        (-(math.expm1(b2) - b2), 0, 0.0, 0.0, 0.0),
+        (-gam, 1, 0.0, 0.0, 0.0),
     ]
 
     def second_moment(terms, on_diagonal):

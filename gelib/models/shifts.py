@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 
+from .predictions import key_norm_mgf as _chi2_mgf  # E e^{c t}, t = chi^2_{d_K} / d_K - 1
+
 __all__ = [
     "STEPS",
     "denominator_shift",
@@ -92,16 +94,6 @@ def step_shifts(n: float, d_k: float, beta: float = 1.0) -> dict[str, float]:
         "covariance": beta**4 * (4 * u - 1) / (e1 * d_k),
         "query_substitution": 0.0,
     }
-
-
-def _chi2_mgf(c: float, d_k: float) -> float:
-    """``E e^{c t}`` for ``t = chi^2_{d_K} / d_K - 1``: ``e^{-c} (1 - 2c / d_K)^{-d_K / 2}``.
-
-    Infinite unless ``2c < d_K``.
-    """
-    if 2 * c >= d_k:
-        return math.inf
-    return math.exp(-c - d_k / 2 * math.log1p(-2 * c / d_k))
 
 
 def centering_shift_exact(d_k: float, beta: float = 1.0) -> float:

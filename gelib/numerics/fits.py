@@ -29,16 +29,25 @@ class PowerFit:
     """``y ~ prefactor * x^slope``, with the 95 % confidence half-width of the slope.
 
     ``per_seed`` holds the slope of every seed when the fit is nested
-    (:func:`~gelib.numerics.fit_power_law` with ``nested=True``), ``None`` for a pooled fit.
+    (:func:`~gelib.numerics.fit_power_law` with ``nested=True``), ``None`` for a pooled fit;
+    ``dof`` the degrees of freedom of the Student-t interval (``None`` when not known).
     """
 
     slope: float
     prefactor: float
     ci95: float
     per_seed: tuple[float, ...] | None = None
+    dof: int | None = None
 
     def __call__(self, x):
         return self.prefactor * np.asarray(x, dtype=float) ** self.slope
+
+    def half_width(self, level: float = 0.95) -> float:
+        """The slope's Student-t half-width at another two-sided ``level`` (``ci95`` at 0.95)."""
+        if self.dof is None:
+            raise ValueError("this fit does not know its degrees of freedom")
+        ratio = scipy.stats.t.ppf((1 + level) / 2, self.dof) / scipy.stats.t.ppf(0.975, self.dof)
+        return float(self.ci95 * ratio)
 
 
 def fit_power_law(x: ArrayLike, y: ArrayLike, nested: bool = False) -> PowerFit:
@@ -77,7 +86,7 @@ def fit_power_law(x: ArrayLike, y: ArrayLike, nested: bool = False) -> PowerFit:
             else float("nan")
         )
         return PowerFit(
-            float(np.mean(slopes)), float(np.exp(np.mean(intercepts))), half, tuple(float(v) for v in slopes)
+            float(np.mean(slopes)), float(np.exp(np.mean(intercepts))), half, tuple(float(v) for v in slopes), seeds - 1
         )
     if y.ndim == 2:
         x = np.repeat(x, y.shape[1])
@@ -85,4 +94,4 @@ def fit_power_law(x: ArrayLike, y: ArrayLike, nested: bool = False) -> PowerFit:
     res = scipy.stats.linregress(np.log(x), np.log(y))
     dof = x.size - 2
     half = float(scipy.stats.t.ppf(0.975, dof) * res.stderr) if dof > 0 else float("nan")
-    return PowerFit(float(res.slope), float(np.exp(res.intercept)), half)
+    return PowerFit(float(res.slope), float(np.exp(res.intercept)), half, dof=dof)
