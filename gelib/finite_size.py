@@ -167,7 +167,7 @@ class TableRow:
         return None if z is None or paper is None else 2 * math.hypot(ours.ci95, paper[1])
 
 
-#: The fewest seeds for which a row at exact dimensions is compared with the paper: with fewer,
+#: The fewest seeds for which a row at exact dimensions is compared with the paper. With fewer,
 #: the Student-t quantile (12.7 at two seeds) makes the interval so wide that the check passes
 #: whatever the row measures; such a row is shown, marked "not tested".
 MIN_TESTED_SEEDS = 4

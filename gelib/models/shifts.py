@@ -10,8 +10,10 @@ d_K - 1``. Write ``f(x) = exp(beta x - beta^2/2) - 1``, ``u = e^{beta^2}``,
 ``e_1 = u - 1``, and ``E e^{c t} = 1 + c^2 / d_K + O(d_K^-2)``:
 
 * ``Y^G[Sigma_G]`` and ``Y^G``: exactly ``e_1 = beta^2 + alpha^2``;
-* ``Y-ring^f`` and ``Y^G[Sigma_f]`` (same row covariance): ``E Var(f | sigma)
-  = E[e^{beta^2 (1 + 2t)} - e^{beta^2 t}] = e_1 + beta^4 (4u - 1) / d_K``;
+* ``Y-ring^f`` and ``Y^G[Sigma_f]`` (same row covariance): ``E_k Var_q(f | k)``, the variance over
+  the query given the key (centring subtracts the mean over the query, ``1 m^T``); ``s_j`` given
+  ``k_j`` is ``N(0, |k_j|^2 / d_K)``, the same law with the key's norm in place of the query's, so
+  ``E_k Var_q(f | k) = E[e^{beta^2 (1 + 2t)} - e^{beta^2 t}] = e_1 + beta^4 (4u - 1) / d_K``;
 * ``Y^f``: ``E f^2 = E[e^{beta^2 (1 + 2t)} - 2 e^{beta^2 t / 2} + 1]
   = e_1 + beta^4 (4u - 1/2) / d_K``;
 * ``sqrt(n) A^perp`` (MHA): its row is ``(f_j - fbar) / (1 + fbar) / sqrt(n)``
@@ -99,10 +101,10 @@ def step_shifts(n: float, d_k: float, beta: float = 1.0) -> dict[str, float]:
 def centering_shift_exact(d_k: float, beta: float = 1.0) -> float:
     """Exact relative shift of the mean eigenvalue from ``Y-ring^f`` to ``Y^f`` (untied layer).
 
-    The row energies are ``E f^2`` and ``E Var(f | sigma)``; their difference is the mean
-    square ``E m^2`` of the subtracted row mean, so ``E m_f / E m_ring - 1 = E m^2 / E Var(f | sigma)``
-    with ``E m^2 = E e^{beta^2 t} - 2 E e^{beta^2 t / 2} + 1`` and
-    ``E Var(f | sigma) = e^{beta^2} E e^{2 beta^2 t} - E e^{beta^2 t}`` (``t = chi^2_{d_K}/d_K - 1``,
+    The row energies are ``E f^2`` and ``E_k Var_q(f | k)``; their difference is the mean
+    square ``E mu^2`` of the key means that centring subtracts (:func:`gelib.models.kernel_mean`), so
+    ``E m_f / E m_ring - 1 = E mu^2 / E_k Var_q(f | k)`` with ``E mu^2 = E e^{beta^2 t} - 2 E e^{beta^2 t / 2} + 1``
+    and ``E_k Var_q(f | k) = e^{beta^2} E e^{2 beta^2 t} - E e^{beta^2 t}`` (``t = chi^2_{d_K}/d_K - 1``,
     exact moment generating function). Independent of ``n``; ``beta^4 / (2 e_1 d_K)`` to
     leading order (:func:`~gelib.models.step_shifts`). Infinite (the energies are) unless ``4 beta^2 < d_K``.
     """
