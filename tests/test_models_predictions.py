@@ -38,11 +38,16 @@ def test_kernel_error_diagonal_matches_a_quadrature(d_k, beta):
 def test_kernel_error_off_diagonal_matches_monte_carlo():
     d_k, beta, n, batches = 40, 0.9, 300, 24
     off = ~np.eye(n, dtype=bool)
-    est = []
+    est, means = [], []
     for b in range(batches):  # independent batches of keys; within a batch all pairs j != l
         k = jax.random.normal(jax.random.key(100 + b), (n, d_k))
         d = np.asarray(M.kernel_f(k, beta) - M.kernel_g(k, beta))
         est.append(np.mean(d[off] ** 2))
+        means.append(np.mean(d[off]))
+    means = np.array(means)  # E D_jl: kernel_g's off-diagonal has mean zero
+    se_mean = means.std(ddof=1) / math.sqrt(batches)
+    assert abs(means.mean() - M.kernel_f_offdiagonal_mean(d_k, beta)) < 4 * se_mean
+    assert M.kernel_f_offdiagonal_mean(d_k, beta) > 10 * se_mean  # a mean that is really there
     est = np.array(est)
     se = est.std(ddof=1) / math.sqrt(batches)
     assert abs(est.mean() - _pieces(d_k, beta)[1]) < 4 * se, (est.mean(), _pieces(d_k, beta)[1], se)

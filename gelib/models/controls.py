@@ -43,6 +43,7 @@ from .construction import (
     row_mean,
     scores,
 )
+from .predictions import key_norm_mgf
 
 __all__ = [
     "denominator_terms",
@@ -185,9 +186,7 @@ def centering_norm2(n: int, d_k: int, beta: float) -> float:
     """
     if 2 * beta**2 >= d_k:
         return math.inf
-    t1 = math.exp(-(beta**2) - d_k / 2 * math.log1p(-2 * beta**2 / d_k))
-    t2 = math.exp(-(beta**2) / 2 - d_k / 2 * math.log1p(-(beta**2) / d_k))
-    return n * (t1 - 2 * t2 + 1)
+    return n * (key_norm_mgf(beta**2, d_k) - 2 * key_norm_mgf(beta**2 / 2, d_k) + 1)
 
 
 def centering_mean_norm2(cfg: AttentionConfig) -> float:

@@ -26,6 +26,7 @@ __all__ = [
     "key_norm_mgf",
     "kernel_f_diagonal_mean",
     "kernel_f_diagonal_variance",
+    "kernel_f_offdiagonal_mean",
     "kernel_error_first_order",
     "sigma_mean_ratio",
     "hermite_coefficients",
@@ -73,6 +74,19 @@ def kernel_f_diagonal_variance(d_k: int, beta: float) -> float:
     if math.isinf(mgf[-1]):
         return math.inf
     return math.exp(2 * b2) * mgf[2] - 2 * math.exp(b2) * mgf[1] + mgf[0] - kernel_f_diagonal_mean(d_k, beta) ** 2
+
+
+def kernel_f_offdiagonal_mean(d_k: int, beta: float) -> float:
+    """``E kernel_f(K)_jl`` for ``j != l`` over Gaussian keys.
+
+    ``e^{-beta^2} ((1 - 2 gamma)^{-d_k/2} - (1 - gamma)^{-d_k})`` with ``gamma = beta^2 / d_k``; about
+    ``beta^4 / (2 d_k)`` (from ``rho_jl^2 / 2``). :func:`kernel_g`'s off-diagonal entries have mean zero,
+    so this is also the mean off-diagonal entry of the kernel error. Infinite unless ``2 gamma < 1``.
+    """
+    gamma = beta**2 / d_k
+    if 2 * gamma >= 1:
+        return math.inf
+    return math.exp(-(beta**2) - d_k / 2 * math.log1p(-2 * gamma)) - math.exp(-(beta**2) - d_k * math.log1p(-gamma))
 
 
 def kernel_error_first_order(n: int, d_k: int, beta: float) -> float:
