@@ -16,7 +16,7 @@ from typing import Any
 #: The scales a chapter runs at, "ci" (tests), "default" (the CPU book) and "paper" (the paper's sizes).
 SCALES = ("ci", "default", "paper")
 
-__all__ = ["SCALES", "check_scale", "choose"]
+__all__ = ["SCALES", "check_scale", "choose", "regimes"]
 
 
 def check_scale(scale: str) -> str:
@@ -38,3 +38,25 @@ def choose(scale: str, *, ci: Any, default: Any, paper: Any, **overrides: Any) -
     elif overrides:
         raise TypeError("overrides need dict values")
     return value
+
+
+def regimes(scale: str, cfg: Any) -> tuple[dict, int]:
+    """The layers and seeds at which a Table 1 chapter measures a control in the regimes of real models.
+
+    :func:`gelib.sweeps.regime_layers` (``"ratio"``: ``d_K = n/8``; ``"fixed"``: ``d_K = 64``) with the
+    heads and ``beta`` of the chapter's layer ``cfg``, at the context lengths of ``scale``:
+    128 to 512 (``"ci"``), to 1024 (``"default"``), 512 to 4096 (``"paper"``).
+
+    >>> import gelib.sweeps
+    >>> layers, seeds = regimes("ci", gelib.sweeps.proportional(256, h=4, d_k=1 / 2, d_v=1 / 2, d_o=3 / 2))
+    >>> [c.n for c in layers["ratio"]], [c.d_k for c in layers["fixed"]], seeds
+    ([128, 256, 512], [64, 64, 64], 8)
+    """
+    import gelib.sweeps
+
+    ns, seeds = {
+        "ci": ((128, 256, 512), 8),
+        "default": ((128, 256, 512, 1024), 8),
+        "paper": ((512, 1024, 2048, 4096), 6),
+    }[check_scale(scale)]
+    return gelib.sweeps.regime_layers(ns, h=cfg.h, beta=cfg.beta), seeds

@@ -68,7 +68,7 @@ from numpy.typing import ArrayLike
 
 from .config import AttentionConfig, ConfigError
 from .keys import stream
-from .models import conditional_covariances, kernel_f, kernel_g, sigma
+from .models import STEPS, build_all, conditional_covariances, kernel_f, kernel_g, sigma, step_shifts_exact
 from .numerics import PowerFit
 from .sampling import Draw, restrict, sample_fast
 from .spectra import ks, rel_w1
@@ -90,6 +90,12 @@ __all__ = [
     "DistanceRates",
     "Agreement",
     "agree_at_every_size",
+    "regime_layers",
+    "RegimeCheck",
+    "regime_check",
+    "regime_values",
+    "step_shift_values",
+    "step_shift_check",
 ]
 
 
@@ -508,3 +514,177 @@ def agree_at_every_size(values: ArrayLike, predicted: ArrayLike, level: float = 
     z = (values.mean(axis=1) - predicted) / se
     threshold = float(scipy.stats.t.ppf(1 - (1 - level) / (2 * k), seeds - 1))
     return Agreement(z, threshold, bool(np.all(np.abs(z) <= threshold)))
+
+
+def regime_layers(
+    ns: Sequence[int],
+    *,
+    h: int,
+    beta: float = 1.0,
+    dk_ratio: float = 1 / 8,
+    dk_fixed: int = 64,
+    dv_ratio: float = 1 / 8,
+    do_ratio: float = 3 / 2,
+) -> dict[str, list[AttentionConfig]]:
+    """The layers at which a control of Table 1 is measured in the regimes of real models.
+
+    ``"ratio"``: the key width a fixed fraction of ``n``, by default BERT's ``d_K/n = 1/8``
+    (the models of the paper's Table 2 lie between ``1/32`` and ``1/8``); ``"fixed"``: a fixed key
+    width ``d_K = dk_fixed`` (64 in every model of Table 2) as ``n`` grows. Everything else is
+    the same in both (``d_V/n``, ``d_O/n``, ``h``, ``beta``), so the two regimes differ in ``d_K`` only
+    and meet where ``dk_ratio * n = dk_fixed``.
+
+    >>> [c.d_k for c in regime_layers((128, 256, 512), h=4)["fixed"]]
+    [64, 64, 64]
+    """
+    base = [proportional(n, h=h, d_k=dk_ratio, d_v=dv_ratio, d_o=do_ratio, beta=beta) for n in sorted(ns)]
+    return {"ratio": base, "fixed": [c.replace(d_k=dk_fixed) for c in base]}
+
+
+@dataclasses.dataclass(frozen=True)
+class RegimeCheck:
+    """A measured control against its prediction at every size of each regime (:func:`regime_check`).
+
+    Per regime (the keys of :func:`regime_layers`): ``ns`` and ``d_k`` of its layers, ``values``
+    ``(len(ns), seeds)``, ``predicted`` ``(len(ns),)`` and the ``z``-scores. ``threshold`` is the
+    Bonferroni Student-t quantile over all sizes of all regimes (jointly at ``level``) and ``ok``
+    whether every ``|z|`` is within it, at the sizes marked ``testable`` (the others are shown, not
+    tested). ``power(regime)`` is the smallest departure of a mean from its prediction that fails the
+    check at the least precise testable size (``threshold`` standard errors).
+    """
+
+    name: str
+    ns: dict[str, tuple[int, ...]]
+    d_k: dict[str, tuple[int, ...]]
+    values: dict[str, np.ndarray]
+    predicted: dict[str, np.ndarray]
+    z: dict[str, np.ndarray]
+    threshold: float
+    testable: dict[str, np.ndarray]
+
+    @property
+    def ok(self) -> bool:
+        return all(bool(np.all(np.abs(self.z[r][self.testable[r]]) <= self.threshold)) for r in self.z)
+
+    def mean(self, regime: str) -> np.ndarray:
+        return self.values[regime].mean(axis=1)
+
+    def power(self, regime: str) -> float:
+        v = self.values[regime][self.testable[regime]]
+        return float(self.threshold * np.max(v.std(axis=1, ddof=1)) / math.sqrt(v.shape[1])) if v.size else math.nan
+
+    def glue_values(self, scale: float = 1.0, prefix: str = "") -> dict[str, float]:
+        """Numbers for the book, ``scale`` times the values (e.g. 100 for percent), each name after ``prefix``:
+        per regime ``R``, ``R_first`` / ``R_last`` (predicted at the smallest and largest ``n``), ``R_measured``
+        (the mean at the largest), ``R_maxz``, ``R_power``; and ``threshold``."""
+        out: dict[str, float] = {"threshold": self.threshold}
+        for r in self.values:
+            maxz = float(np.max(np.abs(self.z[r][self.testable[r]]), initial=0.0))
+            out |= {
+                f"{r}_first": scale * float(self.predicted[r][0]),
+                f"{r}_last": scale * float(self.predicted[r][-1]),
+                f"{r}_measured": scale * float(self.mean(r)[-1]),
+                f"{r}_maxz": maxz,
+                f"{r}_power": scale * self.power(r),
+            }
+        return {prefix + name: value for name, value in out.items()}
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.name}: measured against predicted, jointly |z| <= {self.threshold:.2f}: "
+            + ("ok" if self.ok else "FAILED")
+        ]
+        for r in self.values:
+            lines.append(f"  {r:>5}: n = {self.ns[r]}, d_K = {self.d_k[r]}")
+            lines.append(f"         measured  {np.array2string(self.mean(r), precision=5)}")
+            lines.append(f"         predicted {np.array2string(self.predicted[r], precision=5)}")
+            lines.append(
+                f"         z {np.array2string(self.z[r], precision=2)}, power {self.power(r):.3g}"
+                + ("" if self.testable[r].all() else f", tested {self.testable[r].astype(int)}")
+            )
+        return "\n".join(lines)
+
+
+def regime_check(
+    name: str,
+    layers: Mapping[str, Sequence[AttentionConfig]],
+    values: Mapping[str, ArrayLike],
+    predicted: Mapping[str, ArrayLike],
+    level: float = 0.95,
+    testable: Callable[[AttentionConfig], bool] | None = None,
+) -> RegimeCheck:
+    """Measured values (``(len(layers[r]), seeds)`` per regime ``r``) against their predictions, jointly.
+
+    :func:`agree_at_every_size` over the testable sizes of all regimes together: the whole check
+    fails with probability at most ``1 - level`` when every prediction is right. ``testable(cfg)``
+    says whether a layer's values can be tested (a ``z``-score needs a finite variance; by default
+    every layer); the others get their ``z`` but no vote.
+    """
+    regimes = list(layers)
+    vals = {r: np.asarray(values[r], dtype=float) for r in regimes}
+    pred = {r: np.asarray(predicted[r], dtype=float) for r in regimes}
+    tested = {r: np.array([True if testable is None else bool(testable(c)) for c in layers[r]]) for r in regimes}
+    if not any(t.any() for t in tested.values()):
+        raise ValueError(f"{name}: no layer is testable")
+    joint = agree_at_every_size(
+        np.concatenate([vals[r][tested[r]] for r in regimes]),
+        np.concatenate([pred[r][tested[r]] for r in regimes]),
+        level,
+    )
+    seeds = next(iter(vals.values())).shape[1]
+    z = {r: (vals[r].mean(axis=1) - pred[r]) / (vals[r].std(axis=1, ddof=1) / math.sqrt(seeds)) for r in regimes}
+    return RegimeCheck(
+        name,
+        ns={r: tuple(c.n for c in layers[r]) for r in regimes},
+        d_k={r: tuple(c.d_k for c in layers[r]) for r in regimes},
+        values=vals,
+        predicted=pred,
+        z=z,
+        threshold=joint.threshold,
+        testable=tested,
+    )
+
+
+def regime_values(
+    measure: Callable[[AttentionConfig, jax.Array], Mapping[str, object]],
+    layers: Mapping[str, Sequence[AttentionConfig]],
+    seeds: int,
+    key: jax.Array,
+    field: str,
+    reduce: Callable[[Any], ArrayLike] | None = None,
+) -> dict[str, np.ndarray]:
+    """One field of :func:`run` in every regime of ``layers``: ``{regime: (len(layers[regime]), seeds)}``
+    (``reduce`` as in :meth:`Sweep.field`); regime ``r`` draws from ``stream(key, r)``."""
+    return {r: run(measure, cs, seeds, stream(key, r)).field(field, reduce) for r, cs in layers.items()}
+
+
+def step_shift_values(step: str, layers: Sequence[AttentionConfig], seeds: int, key: jax.Array) -> np.ndarray:
+    """The shift of the mean eigenvalue at one step of Table 1, per draw: ``(len(layers), seeds)``.
+
+    ``step`` names a row of :data:`~gelib.models.shifts.STEPS`; each draw builds its earlier and later model
+    from one draw and one noise key (one compiled program per model) and returns
+    ``|Y_earlier|_F^2 / |Y_later|_F^2 - 1``, the ratio of their mean eigenvalues minus one.
+    """
+    steps = {name: (a, b) for name, a, b in STEPS}
+    if step not in steps:
+        raise ValueError(f"unknown step {step!r}; the steps are {sorted(steps)}")
+    earlier, later = steps[step]
+
+    def measure(c: AttentionConfig, k: jax.Array) -> dict:
+        draw, noise = sample_fast(k, c), stream(k, "noise")
+        ya, yb = (build_all((m,), draw, c, key=noise)[0] for m in (earlier, later))
+        return {"shift": float(np.sum(np.square(ya), dtype=np.float64) / np.sum(np.square(yb), dtype=np.float64)) - 1}
+
+    return run(measure, layers, seeds, key).field("shift")
+
+
+def step_shift_check(
+    step: str, layers: Mapping[str, Sequence[AttentionConfig]], seeds: int, key: jax.Array, level: float = 0.95
+) -> RegimeCheck:
+    """:func:`step_shift_values` in every regime of ``layers`` (:func:`regime_layers`) against the exact
+    shifts (:func:`gelib.models.step_shifts_exact`, untied layers), jointly at ``level``."""
+    if any(c.tie_kv for cs in layers.values() for c in cs):
+        raise ValueError("the exact shifts are those of untied layers")
+    values = {r: step_shift_values(step, cs, seeds, stream(key, r)) for r, cs in layers.items()}
+    predicted = {r: [step_shifts_exact(c.n, c.d_k, c.beta)[step] for c in cs] for r, cs in layers.items()}
+    return regime_check(f"the {step} step's shift of the mean eigenvalue", layers, values, predicted, level)

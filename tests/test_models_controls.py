@@ -227,3 +227,29 @@ def test_sigma_f_exists_for_every_beta():
     s = np.asarray(M.sigma(M.kernel_f, sample_fast(jax.random.key(0), cfg), cfg))
     assert np.all(np.isfinite(s))
     assert np.linalg.eigvalsh(s).min() > -1e-10 * np.linalg.eigvalsh(s).max()
+
+
+def test_form_comparison_against_the_models_and_the_sample_of_rows():
+    """form_comparison: the true rows' output is build('yf_ring'); the forms are |u|^2/d_v of the head outputs;
+    the returned exact means and variances describe the sample of the n rows of each head (a z-test per model
+    with the returned variance, |z| < 4), at beta = 1/2 where the true rows' forms have a light tail."""
+    cfg = AttentionConfig(n=256, d=256, h=4, h_kv=2, d_k=32, d_v=16, d_o=64, beta=0.5)
+    key = jax.random.key(11)
+    draw = sample_fast(key, cfg)
+    gauss = jax.random.normal(jax.random.fold_in(key, 1), (cfg.h, cfg.n, cfg.d_v))
+    outputs, forms, exact, rel_var = (np.asarray(a) for a in M.form_comparison(draw, gauss, cfg))
+    assert outputs.shape == (2, cfg.n, cfg.d_o) and forms.shape == (2, cfg.h, cfg.n)
+    assert exact.shape == (cfg.h,) and rel_var.shape == (2, cfg.h)
+    np.testing.assert_allclose(outputs[0], np.asarray(M.build("yf_ring", draw, cfg)), rtol=1e-10, atol=1e-12)
+    u = np.asarray(M.head_outputs("yf_ring", draw, cfg))
+    np.testing.assert_allclose(forms[0], np.sum(u**2, axis=-1) / cfg.d_v, rtol=1e-10)
+    for model in range(2):  # the mean over the n * h rows of forms / exact - 1, against the returned variance
+        dev = forms[model] / exact[:, None] - 1  # (h, n); rows independent given K, V
+        se = math.sqrt(np.sum(rel_var[model]) / cfg.n) / cfg.h
+        assert abs(dev.mean()) < 4 * se, (model, dev.mean(), se)
+        # and the sample variance of the Gaussian rows' forms matches the returned one: a Gaussian quadratic form
+        # sum_i l_i z_i^2 has excess kurtosis 12 sum l^4 / (sum l^2)^2 <= 12, so the relative standard error of a
+        # sample variance of n values is at most sqrt(14 / (n - 1)); 4 of them per head
+        if model == 1:
+            ratio = dev.var(axis=1, ddof=1) / rel_var[1]
+            assert np.all(np.abs(ratio - 1) < 4 * math.sqrt(14 / (cfg.n - 1))), ratio

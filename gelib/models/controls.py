@@ -36,14 +36,17 @@ from .construction import (
     build_all,
     check_models,
     f,
+    gaussian_heads,
+    head_outputs,
     kernel_f,
     kernel_g,
     kernel_mean,
     output,
     row_mean,
     scores,
+    value_second_moments,
 )
-from .predictions import key_norm_mgf
+from .predictions import form_variance_wishart, key_norm_mgf
 
 __all__ = [
     "denominator_terms",
@@ -53,6 +56,7 @@ __all__ = [
     "kernel_error",
     "numerical_rank",
     "quadratic_forms",
+    "form_comparison",
     "output_row_mean",
     "kernel_f_estimate",
     "form_deviation",
@@ -79,6 +83,8 @@ def denominator_terms(draw: Draw, cfg: AttentionConfig, key: jax.Array | None = 
     * ``op_norm``: ``||(C_r - I) f(S_r) / sqrt(n)||_op`` per head (``h``),
       predicted ``n^{-1/2 + o(1)}``;
     * ``c_dev``: ``max_i |C_r,ii - 1|`` per head;
+    * ``c_ms``: the mean square ``(1/n) sum_i (C_r,ii - 1)^2`` per head, whose expectation is
+      :func:`~gelib.models.denominator_deviation_ms`;
     * ``max_entry``: the largest entry ``max_ij |(C_r - I) f(S_r)|_ij / sqrt(n)``
       of the middle term per head (``h``); the operator norm is at least this;
     * ``middle``: the middle term carried to the output, ``n x d_o``;
@@ -134,12 +140,13 @@ def _denominator_terms(draw: Draw, cfg: AttentionConfig, beta, start) -> dict:
 
     def one(r, q, k, v):
         cm1, mid = _middle(draw, cfg, beta, q, k)
-        return lanczos(mid, start, steps), jnp.max(jnp.abs(cm1)), jnp.max(jnp.abs(mid)), mid @ v, cm1
+        return lanczos(mid, start, steps), jnp.max(jnp.abs(cm1)), jnp.mean(cm1**2), jnp.max(jnp.abs(mid)), mid @ v, cm1
 
-    tri, dev, top, mid_v, cm1 = _per_head(one, draw, cfg)
+    tri, dev, ms, top, mid_v, cm1 = _per_head(one, draw, cfg)
     return {
         "lanczos": tri,
         "c_dev": dev,
+        "c_ms": ms,
         "max_entry": top,
         "middle": output(mid_v, draw.w_o),
         "low_rank": cm1.T @ _row_vectors(draw, cfg),
@@ -252,6 +259,31 @@ def quadratic_forms(u: jax.Array, m: jax.Array, cfg: AttentionConfig) -> tuple[j
     """
     group = jnp.arange(cfg.h) // cfg.group_size
     return jnp.sum(u**2, axis=-1) / cfg.d_v, jnp.trace(m, axis1=1, axis2=2)[group] / cfg.d_v
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def form_comparison(draw: Draw, gauss: jax.Array, cfg: AttentionConfig) -> tuple[jax.Array, ...]:
+    """The rows of ``Y-ring^f`` against Gaussian rows with the same covariance, on one draw (Table 1, row 4).
+
+    ``gauss`` is a standard Gaussian array ``(h, n, d_v)``, the per-head ``G_r`` of the Gaussian rows
+    (built as in :func:`~gelib.models.build`: ``G_r M_g^{1/2}`` with ``M_g = V^T K_f V / n``,
+    :func:`~gelib.models.value_second_moments`, :func:`~gelib.models.gaussian_heads`). Returns
+
+    * the outputs of ``Y-ring^f`` and of those Gaussian rows, ``(2, n, d_o)``;
+    * their quadratic forms ``|u_i|^2 / d_v`` for ``B = V V^T / d_v``
+      (:func:`~gelib.models.quadratic_forms`), ``(2, h, n)``;
+    * the exact conditional mean of the forms per head, ``tr(M_g) / d_v``, the same for both, ``(h,)``;
+    * the exact relative variances ``Var / mean^2`` of the forms per head, ``(2, h)``: over the query
+      and ``V`` for the true rows (:func:`~gelib.models.form_variance_wishart`), ``2 tr(M_g^2) / d_v^2``
+      given ``K, V`` for the Gaussian rows.
+    """
+    m = value_second_moments(kernel_f, draw, cfg)
+    u = jnp.stack([head_outputs("yf_ring", draw, cfg), gaussian_heads(gauss, m, cfg)])  # (2, h, n, d_v)
+    forms, exact = quadratic_forms(u, m, cfg)
+    wishart = functools.partial(form_variance_wishart, beta=cfg.beta, d_v=cfg.d_v)
+    var = jnp.stack([jax.vmap(wishart)(draw.k), 2 * jnp.sum(m * m, axis=(1, 2)) / cfg.d_v**2])  # (2, h_kv)
+    outputs = jax.vmap(output, in_axes=(0, None))(u, draw.w_o)
+    return outputs, forms, exact, var[:, jnp.arange(cfg.h) // cfg.group_size] / exact**2
 
 
 def form_deviation(forms: np.ndarray | jax.Array, exact: np.ndarray | jax.Array) -> np.ndarray:

@@ -29,14 +29,16 @@ __all__ = [
     "kernel_f_offdiagonal_mean",
     "kernel_error_first_order",
     "sigma_mean_ratio",
+    "denominator_deviation_ms",
     "hermite_coefficients",
     "form_variance",
     "form_variance_wishart",
+    "form_relative_std",
     "kernel_error_exact",
 ]
 
 
-def kernel_f_diagonal_mean(d_k: int, beta: float) -> float:
+def kernel_f_diagonal_mean(d_k: float, beta: float) -> float:
     """``E[kernel_f(K)_jj]`` over Gaussian keys (``|k_j|^2 ~ chi^2_{d_k}``).
 
     ``e^{-beta^2} ((1 - 4 gamma)^{-d_k/2} - (1 - 2 gamma)^{-d_k/2})`` with
@@ -102,7 +104,7 @@ def kernel_error_first_order(n: int, d_k: int, beta: float) -> float:
     return math.sqrt(8 * beta**4 * math.expm1(beta**2) ** 2 / d_k + 1.75 * beta**8 * n / d_k**2)
 
 
-def sigma_mean_ratio(d_k: int, beta: float) -> float:
+def sigma_mean_ratio(d_k: float, beta: float) -> float:
     """The predicted ratio of the mean eigenvalues of ``Y^G[Sigma_f]`` and ``Y^G[Sigma_G]``.
 
     ``tr Sigma ~ d_o E[kernel_jj]``, so the ratio is
@@ -111,6 +113,35 @@ def sigma_mean_ratio(d_k: int, beta: float) -> float:
     (infinite when ``4 beta^2 >= d_k``).
     """
     return kernel_f_diagonal_mean(d_k, beta) / math.expm1(beta**2)
+
+
+def denominator_deviation_ms(n: int, d_k: float, beta: float = 1.0) -> float:
+    """``E (C_ii - 1)^2``, the mean square of the denominator ratio's deviation, up to ``O(n^-2)``, exact in ``d_K``.
+
+    ``C_ii = 1 / X`` with ``X = (1/n) sum_j e^{beta s_ij - beta^2/2}`` (:func:`gelib.models.denominator_terms`).
+    Given the query, ``rho = |q|^2 / d_K`` and the ``n`` terms are i.i.d. log-normal:
+    ``E[X | rho] = a = e^{beta^2 (rho - 1) / 2}`` and ``Var[X | rho] = v = a^2 (e^{beta^2 rho} - 1) / n``.
+    Expanding ``1/X`` about ``a`` to second order, ``E[(1/X - 1)^2 | rho] = (1/a - 1)^2 + v (3 - 2a) / a^4
+    + O(n^-2)``, and the law of ``rho`` (``chi^2_{d_K} / d_K``) enters through the moment generating function
+    ``M(c) = E e^{c (rho - 1)}`` (:func:`~gelib.models.key_norm_mgf`):
+
+    ``E (C - 1)^2 = [M(-beta^2) - 2 M(-beta^2/2) + 1]
+    + [3 e^{beta^2} - 2 e^{beta^2} M(beta^2/2) - 3 M(-beta^2) + 2 M(-beta^2/2)] / n + O(n^-2)``.
+
+    Infinite unless ``beta^2 < d_K`` (``M(beta^2/2)``: the expansion needs the keys' log-normal
+    terms to have a finite variance averaged over the query). The first bracket, the query norm's
+    share, is ``beta^4 / (2 d_K) + O(d_K^-2)``: it vanishes only when ``d_K`` grows. The second is
+    ``e^{beta^2} - 1 + O(1/d_K)``, the sampling of ``n`` keys. At a fixed ``d_K`` the deviation, and
+    with it the middle term of the denominator step, tends to a non-zero constant; under the
+    proportional limit it falls like ``1/n``.
+    """
+    b2 = beta**2
+    if b2 >= d_k:
+        return math.inf
+    m = lambda c: key_norm_mgf(c, d_k)  # noqa: E731
+    query = m(-b2) - 2 * m(-b2 / 2) + 1
+    keys = 3 * math.exp(b2) - 2 * math.exp(b2) * m(b2 / 2) - 3 * m(-b2) + 2 * m(-b2 / 2)
+    return query + keys / n
 
 
 def hermite_coefficients(fn: Callable[[jax.Array], ArrayLike], degree: int, nodes: int = 80) -> np.ndarray:
@@ -194,6 +225,19 @@ def form_variance_wishart(k_g: jax.Array, beta: float, d_v: int) -> jax.Array:
     mean squared deviation ``(Q - tr(B K_f) / n)^2`` of a row over ``q`` and ``V``. A scalar.
     """
     return _form_variance_wishart(k_g, beta, d_v)
+
+
+def form_relative_std(k_g: jax.Array, beta: float, d_v: int) -> float:
+    """The exact relative standard deviation of the quadratic forms for ``B = V V^T / d_v``, keys ``k_g`` fixed.
+
+    ``sqrt(E_V Var_q(Q)) / E Q`` with :func:`~gelib.models.form_variance_wishart` and the mean
+    ``E Q = tr(K_f) / n`` (``K_f`` = :func:`~gelib.models.kernel_f`; over ``V``, ``E B = I``). As ``n``
+    grows at a fixed key width it tends to a non-zero limit (the forms become functions of ``|q|^2 / d_k``
+    alone; the Poincaré bound makes the limit ``O(d_k^{-1/2})``); at finite ``n`` it also carries an
+    ``O(n^{-1/2})`` part from the sampling of the keys, which dominates when the log-normal terms are heavy.
+    """
+    mean = float(jnp.trace(kernel_f(k_g, beta))) / k_g.shape[0]
+    return math.sqrt(float(form_variance_wishart(k_g, beta, d_v))) / mean
 
 
 @jax.jit

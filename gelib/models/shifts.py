@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 
 from .predictions import key_norm_mgf as _chi2_mgf  # E e^{c t}, t = chi^2_{d_K} / d_K - 1
+from .predictions import sigma_mean_ratio
 
 __all__ = [
     "STEPS",
@@ -50,6 +51,7 @@ __all__ = [
     "denominator_shift_exact",
     "mha_shift_exact",
     "centering_shift_exact",
+    "step_shifts_exact",
     "centering_log_norm",
 ]
 
@@ -176,6 +178,27 @@ def mha_shift_exact(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> f
     fluctuation of one seed's mean eigenvalue.
     """
     return _mha_energy(n, d_k, beta, nodes) / math.expm1(beta**2) - 1
+
+
+def step_shifts_exact(n: int, d_k: float, beta: float = 1.0) -> dict[str, float]:
+    """Exact relative shift of the mean eigenvalue at each step of :data:`~gelib.models.shifts.STEPS`, finite ``n``.
+
+    Earlier model over later model, minus one, for an untied layer (the convention of
+    :func:`~gelib.models.step_shifts`, whose leading orders these are):
+    :func:`~gelib.models.denominator_shift_exact`, :func:`~gelib.models.centering_shift_exact`, zero for
+    the Gaussian rows (``Y-ring^f`` and ``Y^G[Sigma_f]`` have the same row covariance),
+    :func:`~gelib.models.sigma_mean_ratio` minus one for the
+    covariance approximation (the exact mean diagonals of the two kernels), and zero for the query
+    substitution (``Y^G[Sigma_G]`` and ``Y^G`` have the same row covariance). Only the first depends
+    on ``n``; at a fixed ``d_K`` the others do not shrink as ``n`` grows.
+    """
+    return {
+        "denominator": denominator_shift_exact(n, d_k, beta),
+        "centering": centering_shift_exact(d_k, beta),
+        "gaussian_rows": 0.0,
+        "covariance": sigma_mean_ratio(d_k, beta) - 1,
+        "query_substitution": 0.0,
+    }
 
 
 def centering_log_norm(n: int, d_k: float, beta: float = 1.0, nodes: int = 96) -> float:

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.axes
+import matplotlib.figure
 import numpy as np
 from matplotlib.axes import Axes
 from numpy.typing import ArrayLike
@@ -13,7 +14,7 @@ from numpy.typing import ArrayLike
 from ..moment_checks import MomentSweep
 from ..numerics import PowerFit, fit_power_law
 from ..spectra import TW1_MEAN, TW1_STD
-from ..sweeps import DistanceRates, sweep_distances
+from ..sweeps import DistanceRates, RegimeCheck, sweep_distances
 from .style import COLORS, label_ns
 
 __all__ = [
@@ -22,6 +23,8 @@ __all__ = [
     "edge_rates_figure",
     "plot_distance_rates",
     "plot_moment_rates",
+    "regime_plot",
+    "regime_figure",
 ]
 
 
@@ -177,3 +180,52 @@ def plot_moment_rates(axes, sweep: MomentSweep, predicted_slope: float = -1.0, g
         ax.set_xlabel("context length $n$")
     axes[0].figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8)
     return axes
+
+
+def regime_plot(ax: Axes, check: RegimeCheck, scale: float = 1.0, ylabel: str = "") -> None:
+    """A :class:`~gelib.sweeps.RegimeCheck` against ``n``: per regime, the mean over seeds with its 95 %
+    interval (markers; open where the size is not tested) and the prediction (line), ``scale`` times
+    the values (100 for percent). The x axis is logarithmic; the y axis is logarithmic when every
+    prediction is positive, linear otherwise (a zero line is drawn)."""
+    positive = all(np.all(p > 0) for p in check.predicted.values())
+    labels = {"ratio": "$d_K/n$ fixed", "fixed": "$d_K$ fixed"}
+    for (r, v), color in zip(check.values.items(), COLORS):
+        ns, mean = np.array(check.ns[r]), scale * v.mean(axis=1)
+        half = scale * 1.96 * v.std(axis=1, ddof=1) / math.sqrt(v.shape[1])
+        dks, ratios = sorted(set(check.d_k[r])), sorted({round(n / d) for n, d in zip(check.ns[r], check.d_k[r])})
+        label = (
+            f"$d_K = {dks[0]}$" if len(dks) == 1 else f"$d_K = n/{ratios[0]}$" if len(ratios) == 1 else labels.get(r, r)
+        )
+        ax.plot(ns, scale * check.predicted[r], "-", color=color, lw=1.2, label=f"{label}: prediction")
+        for tested in (True, False):
+            sel = check.testable[r] == tested
+            if sel.any():
+                ax.errorbar(
+                    ns[sel],
+                    mean[sel],
+                    half[sel],
+                    fmt="o",
+                    color=color,
+                    capsize=3,
+                    mfc=color if tested else "none",
+                    label=f"{label}: measured" if tested else None,
+                )
+    ax.set_xscale("log", base=2)
+    if positive:
+        ax.set_yscale("log")
+    else:
+        ax.axhline(0.0, color="grey", lw=0.8)
+    label_ns(ax, sorted({n for ns in check.ns.values() for n in ns}))
+    ax.set_xlabel("$n$")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
+def regime_figure(*panels: tuple[RegimeCheck, float, str]) -> matplotlib.figure.Figure:
+    """One :func:`regime_plot` per panel ``(check, scale, ylabel)``, side by side; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 0.5, 3.6), layout="constrained", squeeze=False)
+    for ax, (check, scale, ylabel) in zip(axes[0], panels):
+        regime_plot(ax, check, scale, ylabel)
+    return fig
