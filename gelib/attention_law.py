@@ -58,12 +58,13 @@ the rows of ``(beta S_r + alpha Z_r) / sqrt(n)`` are Gaussian with covariance
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import numpy as np
 
 from .config import AttentionConfig
-from .freeprob import Law, affine, compress, marchenko_pastur, polynomial, scale
+from .freeprob import Law, affine, compress, marchenko_pastur, polynomial, s_transform_series, scale
 from .sampling import Draw
 
 __all__ = [
@@ -73,6 +74,8 @@ __all__ = [
     "value_law",
     "output_covariance_law",
     "output_law",
+    "closed_form_variances",
+    "reduced_s_series",
     "LEVELS",
     "level_spectra",
     "LEVEL_TITLES",
@@ -133,6 +136,36 @@ def chain(cfg: AttentionConfig) -> Chain:
     :func:`value_law`, :func:`output_covariance_law`, :func:`output_law`
     return, so their supports and distribution functions are computed once)."""
     return Chain(value_law(cfg), output_covariance_law(cfg), output_law(cfg))
+
+
+def closed_form_variances(cfg: AttentionConfig) -> tuple[float, float]:
+    """The variances of ``mu_V`` and of the output law of an untied layer, in closed form.
+
+    With ``s = e^{beta^2} - 1`` and ``rho = h d_V / n``, the moment map of one compression,
+    ``(m_1, m_2) -> (lam m_1, lam m_2 + lam^2 m_1^2)``, applied along the chain gives
+    ``Var mu_V = (d_V / n) (s^2 + beta^4 n / d_K)`` and
+    ``Var mu_out = (d_O / n) s^2 + (d_O / n)^2 (s^2 + Var mu_V) / rho`` (the limit-law
+    chapter's exercise). Returns ``(Var mu_V, Var mu_out)``; a tied layer raises
+    :class:`ValueError` (its ``mu_V`` is not a compression of ``T``).
+    """
+    if cfg.tie_kv:
+        raise ValueError("the closed-form variances hold for untied layers (tie_kv=False)")
+    s, rho = math.expm1(cfg.beta**2), cfg.h * cfg.d_v / cfg.n
+    var_v = cfg.d_v / cfg.n * (s**2 + cfg.beta**4 * cfg.n / cfg.d_k)
+    var_out = cfg.d_o / cfg.n * s**2 + (cfg.d_o / cfg.n) ** 2 * (s**2 + var_v) / rho
+    return var_v, var_out
+
+
+def reduced_s_series(cfg: AttentionConfig, k: int = 8) -> np.ndarray:
+    """The first ``k`` Taylor coefficients at ``u = 0`` of ``S_out(u) (d_O / n + u)``.
+
+    ``S_out`` is the S-transform of the output law (:func:`gelib.freeprob.s_transform_series`
+    of its ``k`` exact moments); the factor ``d_O / n + u`` undoes the last compression, so what
+    is left depends on ``d_O`` not at all (the output width acts through that factor alone).
+    Shape ``(k,)``.
+    """
+    series = s_transform_series(output_law(cfg).moments(k))
+    return np.convolve(series, [cfg.d_o / cfg.n, 1.0])[:k]
 
 
 LEVELS: tuple[str, ...] = ("W", "T", "mu_V", "mu_VO", "out")

@@ -58,12 +58,14 @@ from .spectra import summarize
 __all__ = [
     "PanelSpec",
     "PANELS",
+    "d1_layer",
     "panel",
     "marker_layers",
     "marker_layer_set",
     "marker_seconds",
     "add_simulated_markers",
     "add_markers",
+    "table_d1_comparison",
     "to_rows",
     "write_csv",
 ]
@@ -129,9 +131,10 @@ def _series_2b(step: int = 8, log2_step: float = 0.25) -> _Series:
     return [(f"d_O = {d_o}", [(int(h), (_layer(int(h), int(d_o)),)) for h in hs]) for d_o in d_os]
 
 
-def _d1_layer(h: int, n: int = 4096, d_o: int | None = None, **kw) -> AttentionConfig:
+def d1_layer(h: int, n: int = 4096, d_o: int | None = None, **kw) -> AttentionConfig:
     """Figure D.1's layers as the book chooses them (its dimensions are not in the paper):
-    ``h d_V = n`` split into ``h`` heads, ``d_K = d_V = n / h``, ``d = max(n, d_O)``, ``d_O = n``."""
+    ``h d_V = n`` split into ``h`` heads, ``d_K = d_V = n / h``, ``d = max(n, d_O)``, ``d_O = n``
+    unless given; the keywords (``h_kv``, ``tie_kv``, ``beta``) go to :class:`~gelib.AttentionConfig`."""
     d_o = n if d_o is None else d_o
     return AttentionConfig(n=n, d=max(n, d_o), h=h, d_k=n // h, d_o=d_o, **kw)
 
@@ -140,13 +143,13 @@ def _series_d1(name: str, n: int = 4096) -> _Series:
     """Figure D.1's panels at context length ``n``: one series per layer, the point ``x = 0``
     standing for the whole density."""
     layers = {
-        "D1a": {f"h = {h}": _d1_layer(h, n) for h in (1, 4, 16, 64)},
-        "D1b": {f"d_O = {f}": _d1_layer(4, n, d_o=int(n * v)) for f, v in (("n/2", 0.5), ("n", 1), ("2n", 2))},
+        "D1a": {f"h = {h}": d1_layer(h, n) for h in (1, 4, 16, 64)},
+        "D1b": {f"d_O = {f}": d1_layer(4, n, d_o=int(n * v)) for f, v in (("n/2", 0.5), ("n", 1), ("2n", 2))},
         "D1c": {
-            "unshared": _d1_layer(4, n),
-            "GQA (h_KV = 2)": _d1_layer(4, n, h_kv=2),
-            "MQA (h_KV = 1)": _d1_layer(4, n, h_kv=1),
-            "K=V tied": _d1_layer(4, n, tie_kv=True),
+            "unshared": d1_layer(4, n),
+            "GQA (h_KV = 2)": d1_layer(4, n, h_kv=2),
+            "MQA (h_KV = 1)": d1_layer(4, n, h_kv=1),
+            "K=V tied": d1_layer(4, n, tie_kv=True),
         },
     }[name]
     return [(label, [(0.0, (cfg,))]) for label, cfg in layers.items()]
@@ -394,6 +397,23 @@ def add_markers(data: dict[str, Any], label: str, points: Iterable[tuple[float, 
         }
     )
     return data
+
+
+def table_d1_comparison(data: dict[str, Any]) -> dict[str, float]:
+    """A panel's first Table D.1 row beside the panel's own MHA markers.
+
+    ``d1`` and ``hw``: the row's value and 95 % half-width; ``rel``: that half-width relative
+    to the value (%); ``ours``: the largest relative 95 % half-width ``ci95 / |y|`` over every
+    point of the panel's ``"mha"`` series (%, :func:`~gelib.figure_data.add_markers`).
+    """
+    row = data["table_d1"][0]
+    bars = [s for s in data["series"] if s["kind"] == "mha"]
+    return {
+        "d1": row["value"],
+        "hw": row["half_width"],
+        "rel": 100 * row["half_width"] / row["value"],
+        "ours": 100 * max(c / abs(y) for s in bars for y, c in zip(s["y"], s["ci95"])),
+    }
 
 
 def write_csv(data: dict[str, Any], path: str | Path) -> Path:

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .models import STEPS, centering_shift_exact, denominator_shift_exact, mha_shift_exact, sigma_mean_ratio
-from .presets import PRESETS, Preset
+from .presets import PRESETS, Preset, get_preset
 from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
 
 __all__ = [
@@ -48,6 +48,9 @@ __all__ = [
     "TableRow",
     "table_row",
     "markdown_table",
+    "row_numbers",
+    "paper_numbers",
+    "shift_predictions_text",
     "HEADER",
     "BudgetRow",
     "step_predictions",
@@ -166,6 +169,12 @@ class TableRow:
         ours, paper, z = (self.ks, self.paper_ks, self.z_ks) if ks else (self.rel, self.paper, self.z)
         return None if z is None or paper is None else 2 * math.hypot(ours.ci95, paper[1])
 
+    @property
+    def reference_mean(self) -> Summary:
+        """The reference model's (``Y^G``'s) mean eigenvalue per seed over the limit ``m_1``
+        (``cfg.first_moment``), summarised over seeds: unbiased, its mean is 1 to within its interval."""
+        return summarize(self.res.spectra[self.res.models[1]].mean(axis=1) / self.cfg.first_moment)
+
 
 #: The fewest seeds for which a row at exact dimensions is compared with the paper. With fewer,
 #: the Student-t quantile (12.7 at two seeds) makes the interval so wide that the check passes
@@ -240,6 +249,53 @@ def markdown_table(rows: list[TableRow]) -> str:
     the paper, ``not tested (k seeds)`` for a row with fewer than :data:`MIN_TESTED_SEEDS` seeds)."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def row_numbers(row: TableRow | None) -> dict[str, float]:
+    """A row's numbers for the prose, as floats: ``n``, ``seeds``, ``rel`` and ``rel_ci`` (relative W1, %),
+    ``ks`` and ``ks_ci``, ``z`` and ``z_ks``, and ``detects`` and ``detects_ks``
+    (:meth:`~gelib.finite_size.TableRow.detects`).
+
+    ``nan`` for what the row lacks (``z`` of a shrunk row) and for every number when ``row`` is ``None``
+    (a table run without that preset).
+    """
+    if row is None:
+        return dict.fromkeys(
+            ("n", "seeds", "rel", "rel_ci", "ks", "ks_ci", "z", "z_ks", "detects", "detects_ks"), math.nan
+        )
+    values = dict(
+        n=row.cfg.n,
+        seeds=row.rel.count,
+        rel=row.rel.mean,
+        rel_ci=row.rel.ci95,
+        ks=row.ks.mean,
+        ks_ci=row.ks.ci95,
+        z=row.z,
+        z_ks=row.z_ks,
+        detects=row.detects(),
+        detects_ks=row.detects(ks=True),
+    )
+    return {name: math.nan if value is None else float(value) for name, value in values.items()}
+
+
+def paper_numbers(name: str) -> dict[str, float]:
+    """The paper's Table D.2 row of the preset ``name``, as floats: ``rel`` and ``rel_ci`` (relative W1, %),
+    ``ks`` and ``ks_ci``, and its ``n``; ``nan`` for a column the paper does not have."""
+    p = get_preset(name)
+    rel, ks = p.paper_rel_w1 or (math.nan, math.nan), p.paper_ks or (math.nan, math.nan)
+    return {k: float(v) for k, v in dict(rel=rel[0], rel_ci=rel[1], ks=ks[0], ks_ci=ks[1], n=p.n).items()}
+
+
+def shift_predictions_text(names: Iterable[str], beta: float = 1.0) -> str:
+    """A plain-text table, one line per preset of ``names``: its ``n`` and ``d_K``, the leading-order
+    first-moment shift ``100 b(n, d_K)`` (%, :func:`gelib.spectra.mean_shift`) and the paper's relative
+    W1 (%, mean ± 95 %; ``nan`` where the paper has none), under a header line."""
+    lines = [f"{'model':<18}{'n':>6}{'d_K':>5}{'b(n, d_K) (%)':>15}{'paper rel. W1 (%)':>19}"]
+    for name in names:
+        p = PRESETS[name]
+        b, (rel, ci) = 100 * mean_shift(p.n, p.d_k, beta), p.paper_rel_w1 or (math.nan, math.nan)
+        lines.append(f"{p.title:<18}{p.n:>6}{p.d_k:>5}{b:>+15.2f}{rel:>13.2f} ± {ci:.2f}")
     return "\n".join(lines)
 
 

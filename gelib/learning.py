@@ -64,6 +64,7 @@ __all__ = [
     "fixed_output_path",
     "fixed_budget_path",
     "shared_widths",
+    "sharing_layers",
     "PathPoint",
     "scaled_count",
     "shrink",
@@ -323,6 +324,16 @@ def shared_widths(base: AttentionConfig, kv_groups: Iterable[int], budget: int |
         c = base.replace(h_kv=g, d_k=w, d_v=w)
         out.append(PathPoint(c, n_params(c)))
     return out
+
+
+def sharing_layers(base: AttentionConfig) -> tuple[list[AttentionConfig], list[AttentionConfig]]:
+    """Figure 3(a)'s two curves from the unshared layer ``base``: ``h_KV = h, h/2, ..., 1`` (``h`` a power of two).
+
+    Returns the layers at fixed widths (``base`` with ``h_kv`` replaced) and those at fixed
+    ``N_par``, whose heads widen as sharing frees parameters (:func:`~gelib.learning.shared_widths`).
+    """
+    groups = [base.h // 2**k for k in range(int(math.log2(base.h)) + 1)]
+    return [base.replace(h_kv=g) for g in groups], [p.cfg for p in shared_widths(base, groups)]
 
 
 # --- scaled layers and tables ---------------------------------------------------------

@@ -555,6 +555,24 @@ class MarkerTable:
         exact = predicted_shift(cfg) is not None
         return self.measure(panel, f"{label}, m_1", m1, cfg, spectra, None if exact else half_spectra)
 
+    def measure_pairs(
+        self, spectra: SoftmaxSpectra, panel: str, label: str, fn: Callable, cfgs: Sequence[AttentionConfig], *path
+    ) -> Summary:
+        """One marker of ``fn`` over the softmax layers ``cfgs``, each layer's mean eigenvalue with it.
+
+        Layer ``i`` of ``cfgs`` and its companion are drawn by ``spectra.pair(cfg, *path, i)``
+        (:meth:`~gelib.learning_markers.SoftmaxSpectra.pair`); each layer's mean eigenvalue is
+        recorded first (:meth:`~gelib.learning_markers.MarkerTable.measure_mean`, labelled
+        ``"h=.., d_K=.., d_O=.."``), then ``fn`` (one law or one array of eigenvalues per layer of
+        ``cfgs``, e.g. a ratio of two layers' errors) on every seed, with the companions' values
+        (:meth:`~gelib.learning_markers.MarkerTable.check`). Returns the marker's summary.
+        """
+        evs = [spectra.pair(c, *path, i) for i, c in enumerate(cfgs)]
+        for c, (ev, _) in zip(cfgs, evs):
+            self.measure_mean(panel, f"h={c.h}, d_K={c.d_k}, d_O={c.d_o}", c, ev)  # the mean: the shift alone
+        per_seed = list(map(fn, *(ev for ev, _ in evs)))
+        return self.check(panel, label, fn, cfgs, per_seed, half_per_seed=list(map(fn, *(half for _, half in evs))))
+
     def tolerance(self, m: Marker) -> float:
         """``ci_factor * sqrt(ci^2 + reference_ci^2) / |reference|``, relative."""
         return self.ci_factor * float(np.hypot(m.ci, m.reference_ci)) / abs(m.reference)

@@ -419,6 +419,16 @@ class MomentCheck:
         """The relative error at ``n`` (default: the largest): mean and 95 % half-width over seeds."""
         return summarize(self.errors[self.ns.index(n or self.ns[-1])])
 
+    def percent_at(self, n: int | None = None) -> dict[str, float]:
+        """The relative error at ``n`` (default: the largest) in per cent: ``rel`` (mean over seeds),
+        ``ci`` (its 95 % half-width) and, where the bias is predicted, ``pred`` (the exact bias)."""
+        n = n or self.ns[-1]
+        at = self.at(n)
+        out = {"rel": 100 * at.mean, "ci": 100 * at.ci95}
+        if self.bias is not None:
+            out["pred"] = 100 * float(self.bias[self.ns.index(n)])
+        return out
+
     @property
     def decided(self) -> bool:
         """Whether the sweep shows that the error vanishes (the slope's 95 % interval lies below 0)."""

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
+import timeit
 from typing import NamedTuple
 
 import jax
@@ -30,7 +32,16 @@ from jax.typing import DTypeLike
 
 from .config import AttentionConfig, ConfigError
 
-__all__ = ["Draw", "LiteralDraw", "sample_fast", "sample_literal", "sample", "input_matrix", "restrict"]
+__all__ = [
+    "Draw",
+    "LiteralDraw",
+    "sample_fast",
+    "sample_literal",
+    "sample",
+    "sampling_seconds",
+    "input_matrix",
+    "restrict",
+]
 
 
 class Draw(NamedTuple):
@@ -119,6 +130,25 @@ def sample(key: jax.Array, cfg: AttentionConfig, path: str = "fast") -> Draw:
     if path == "literal":
         return sample_literal(key, cfg).draw
     raise ValueError(f"path must be 'fast' or 'literal', got {path!r}")
+
+
+def sampling_seconds(
+    key: jax.Array, cfg: AttentionConfig, paths: tuple[str, ...] = ("fast", "literal"), reps: int = 5
+) -> tuple[float, ...]:
+    """The wall time of sampling one layer ``cfg`` by each path (:func:`~gelib.sampling.sample_fast`,
+    :func:`~gelib.sampling.sample_literal`).
+
+    Per path, the median of ``reps`` calls ``sampler(key, cfg)`` (waited for with
+    ``jax.block_until_ready``) after a first call, which compiles and is not counted.
+    Returns the seconds in the order of ``paths``.
+    """
+    samplers = {"fast": sample_fast, "literal": sample_literal}
+
+    def seconds(fn) -> float:
+        times = timeit.repeat(lambda: jax.block_until_ready(fn(key, cfg)), number=1, repeat=reps + 1)
+        return float(statistics.median(times[1:]))  # the first call compiles
+
+    return tuple(seconds(samplers[path]) for path in paths)
 
 
 def restrict(draw: Draw, cfg: AttentionConfig) -> Draw:

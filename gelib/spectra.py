@@ -47,7 +47,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -57,7 +57,7 @@ import scipy.stats
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
-from .models import head_outputs, output
+from .models import attention, head_outputs, mha_shift_exact, output, scores
 from .models.construction import check_models
 from .numerics import PowerFit, host_linalg
 from .sampling import sample
@@ -77,12 +77,15 @@ __all__ = [
     "direct_output_grams",
     "reduced_output_grams",
     "model_spectra",
+    "attention_spectrum",
     "w1",
     "rel_w1",
     "shape_w1",
     "ks",
     "Summary",
     "summarize",
+    "MeanCheck",
+    "mean_check",
     "Comparison",
     "compare",
     "edge_scale",
@@ -537,6 +540,20 @@ def model_spectra(
     return out
 
 
+def attention_spectrum(key: jax.Array, cfg: AttentionConfig) -> np.ndarray:
+    """The squared singular values of one head's ``sqrt(n) A^perp`` (``n x n``), ascending, shape ``(n,)``.
+
+    No value or output projection (the predecessor's setting): ``Q`` and ``K`` (``n x d_K``,
+    i.i.d. ``N(0, 1)``) are drawn together from ``key`` as one array of shape ``(2, n, d_K)``,
+    ``A`` is the row-wise softmax of ``beta Q K^T / sqrt(d_K)`` and ``A^perp = A - 1 1^T / n``;
+    returns the eigenvalues of ``n A^perp A^{perp T}``. Only ``n``, ``d_K`` and ``beta`` of
+    ``cfg`` are used; the limit law is :func:`gelib.attention_law.attention_law`.
+    """
+    q, k = jax.random.normal(key, (2, cfg.n, cfg.d_k))
+    y = math.sqrt(cfg.n) * (attention(scores(q, k), cfg.beta) - 1 / cfg.n)  # sqrt(n) A^perp
+    return eigvals(y @ y.T)
+
+
 def _progress(total: int, enabled: bool, desc: str):
     """A progress bar on stderr that appears only for runs longer than two seconds."""
     if not enabled:
@@ -621,6 +638,32 @@ def summarize(values: ArrayLike) -> Summary:
     return Summary(float(np.mean(v)), half, std, count)
 
 
+class MeanCheck(NamedTuple):
+    """The mean eigenvalue of a layer's spectra against its exact expectation (:func:`~gelib.spectra.mean_check`)."""
+
+    summary: Summary
+    """The per-seed mean eigenvalues, summarised over seeds."""
+    rel_err: float
+    """``(mean - exact) / exact``."""
+    tol: float
+    """The relative tolerance on ``rel_err``."""
+
+
+def mean_check(spectra: ArrayLike, cfg: AttentionConfig) -> MeanCheck:
+    """The mean eigenvalue of softmax spectra (``(seeds, n)``) of the layer ``cfg`` against its exact expectation.
+
+    The exact mean is ``m_1 (1 + b)`` for an untied layer (``m_1`` =
+    ``cfg.first_moment``, ``b`` = :func:`gelib.models.mha_shift_exact`), and the limit ``m_1``
+    for a tied one (no shift derived), whose tolerance then adds ``1 / sqrt(n)``. The tolerance
+    is the Student-t quantile at 99 % (two-sided) times the standard error over seeds, relative
+    to the exact mean. Returns the summary over seeds, the relative error and the tolerance.
+    """
+    s = summarize(np.mean(np.asarray(spectra, dtype=float), axis=1))
+    exact = cfg.first_moment * (1 + (0.0 if cfg.tie_kv else mha_shift_exact(cfg.n, cfg.d_k, cfg.beta)))
+    tol = scipy.stats.t.ppf(0.995, s.count - 1) * s.std / np.sqrt(s.count) / exact + cfg.tie_kv / np.sqrt(cfg.n)
+    return MeanCheck(s, (s.mean - exact) / exact, float(tol))
+
+
 @dataclasses.dataclass
 class Comparison:
     """Distances between two models of Table 1 over seeds (``a`` against reference ``b``)."""
@@ -634,6 +677,15 @@ class Comparison:
     @property
     def rel_w1_summary(self) -> Summary:
         return summarize(self.rel_w1)
+
+    @property
+    def shape(self) -> np.ndarray:
+        """The shape part of the relative W1 per seed (:func:`~gelib.spectra.shape_w1` of ``a`` against ``b``).
+
+        Shape ``(seeds,)``.
+        """
+        a, b = self.models
+        return shape_w1(self.spectra[a], self.spectra[b])
 
     @property
     def ks_summary(self) -> Summary:

@@ -7,14 +7,18 @@ tested without one.
 """
 
 import importlib.util
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 import pytest
+
+from bookrun.explore import CHECK_HASH, slider_html
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "check_pages.py"
@@ -52,6 +56,20 @@ PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
     "0000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
 )
+
+
+def png_of(rgb: tuple[int, int, int], size: int = 4) -> bytes:
+    """A ``size`` x ``size`` PNG of one colour."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
+    head = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+RED, BLUE, GREEN = png_of((200, 0, 0)), png_of((0, 0, 200)), png_of((0, 150, 0))
 
 
 def page(body: str, head: str = "") -> str:
@@ -96,6 +114,9 @@ def make_book(root: Path, lists_results: bool = True) -> Path:
     copy_mathjax(root / "mathjax")
     (root / "index.html").write_text(GOOD)
     (root / "page2.html").write_text(PAGE2)
+    # an explorer's static slider (bookrun.explore), started at its middle frame
+    frames = [(0.5, RED), (1.0, BLUE), (1.5, GREEN)]
+    (root / "explorer.html").write_text(page(slider_html("beta", frames, 1, [(3.0, "beta must be at most 2")])))
     body = SEARCH_BODY.replace("LISTS", "true" if lists_results else "false")
     (root / "search.html").write_text(page(body, SEARCH_HEAD))
     (root / "searchindex.js").write_text('Search.setIndex({"titles": ["Gaussian chapter", "Results"]})\n')
@@ -171,6 +192,34 @@ def test_style_urls_and_links_are_collected():
     assert ("link", "href", "https://cdn.example/s.css") in dom.loads
 
 
+def test_slider_reports_are_read_from_the_moved_page():
+    """``check_sliders`` on dumped DOMs: a slider passes only if it moved, its image changed and decoded."""
+
+    def block(i, **checks):
+        attrs = "".join(f' data-check-{k}="{v}"' for k, v in checks.items())
+        return f'<div id="s{i}" data-static-slider="beta" data-frames="3"{attrs}></div>'
+
+    static = check_pages.parse(page("".join(block(i) for i in range(5))))
+    moved = check_pages.parse(
+        page(
+            block(0, before="1:aa", after="2:bb", width=640)  # moved, changed, decoded
+            + block(1, before="1:aa", after="1:aa", width=640)  # did not move
+            + block(2, before="1:aa", after="2:aa", width=640)  # moved, same image
+            + block(3, before="1:aa", after="2:bb", width=0)  # moved, the new image is broken
+        )  # s4 never reported
+    )
+    found = check_pages.check_sliders(static, moved, check_pages.Load(requests=["https://x.org/a.js"]))
+    msgs = [m for c, m in found if c == "slider"]
+    assert len(msgs) == 4 and not any(m.startswith("slider 1 ") for m in msgs), msgs
+    assert "did not move" in msgs[0] and "unchanged" in msgs[1] and "did not decode" in msgs[2]
+    assert "did not report" in msgs[3]
+    assert ("net", "requested https://x.org/a.js (#slider-check load)") in found
+    assert check_pages.check_sliders(static, moved, check_pages.Load(error="boom")) == [
+        ("slider", "#slider-check load: boom")
+    ]
+    assert check_pages.SLIDER_HASH == CHECK_HASH  # the hash the checker loads is the one the sliders answer
+
+
 def test_cap_keeps_n_lines_and_counts_the_rest():
     failures = [("tex", "a.html", f"m{i}") for i in range(7)] + [("img", "a.html", "x")]
     out = check_pages.cap(failures, 5)
@@ -208,6 +257,14 @@ BROKEN = {
         "asset",
         "cdn.example.org",
     ),
+    # a slider whose frames are one image: moving it changes nothing a reader sees
+    "slider_same.html": (page(slider_html("beta", [(0.5, RED), (1.0, RED)])), "slider", "left the image unchanged"),
+    # a slider with no script (sanitised away, say): it cannot move at all
+    "slider_dead.html": (
+        page(re.sub(r"<script>.*?</script>", "", slider_html("h", [(1, RED), (2, BLUE)]), flags=re.DOTALL)),
+        "slider",
+        "did not report",
+    ),
     "nofonts.html": (
         page(r"<p>Typeset \(x^2\), but the fonts are not beside MathJax.</p>", MATHJAX.replace("mathjax/", "mj2/")),
         "asset",
@@ -236,6 +293,10 @@ def test_each_defect_fails_on_its_page_and_only_there(tmp_path):
     assert fetch and all(ln.split()[1] == "net" and "data.example.org" in ln for ln in fetch), out
     # the correct pages are untouched by their neighbours' defects
     assert fails_of(fails, "index.html") == [] and fails_of(fails, "page2.html") == [], out
+    assert fails_of(fails, "explorer.html") == [], out
+    assert all(
+        ln.split()[1] == "slider" for name in ("slider_same.html", "slider_dead.html") for ln in fails_of(fails, name)
+    )
     assert fails_of(fails, "nofonts.html") and all(ln.split()[1] == "asset" for ln in fails_of(fails, "nofonts.html"))
     # a search page that lists nothing for a word of the titles
     assert any("search.html" in ln and "listed no page" in ln for ln in fails), out

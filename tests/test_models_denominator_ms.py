@@ -157,23 +157,38 @@ def test_form_relative_std_is_its_composition():
 
 
 def _fixed_width_limit(d_k, beta):
-    """lim_{n -> oo} of form_relative_std at a fixed d_K (and d_v -> oo), in closed form.
+    """gelib's closed form of the fixed-width limit, after checking its mean against the row energy that
+    centering_shift_exact uses (a second derivation of the same Gaussian integrals)."""
+    b2 = beta**2
+    energy = math.exp(b2) * M.key_norm_mgf(2 * b2, d_k) - M.key_norm_mgf(b2, d_k)
+    e = lambda c: (1 - 2 * c / d_k) ** (-d_k / 2)  # noqa: E731
+    a2, c2 = 2 * math.exp(-b2) * (1 - b2 / d_k) ** (-d_k / 2), b2 / (2 * (1 - b2 / d_k))
+    mean = math.exp(-b2) * e(2 * b2) - a2 * e(c2) + M.key_norm_mgf(b2, d_k)
+    assert mean == pytest.approx(energy, rel=1e-12)
+    return M.form_relative_std_limit(d_k, beta)
 
-    With B -> I, Q = (1/n) sum_j fr_j^2 -> g(rho) = E_k[fr^2 | q], rho = |q|^2 / d_K (law of large
-    numbers over the keys), fr = e^{beta s - beta^2/2} - e^{beta^2 (|k|^2/d_K - 1)/2}, s = q.k / sqrt(d_K).
-    Gaussian integrals over k give g = A1 e^{c1 rho} - A2 e^{c2 rho} + M(beta^2) with A1 = e^{-beta^2},
-    c1 = 2 beta^2, A2 = 2 e^{-beta^2} (1 - beta^2/d)^{-d/2}, c2 = beta^2 / (2 (1 - beta^2/d)); the limit is
-    sd(g) / E g over rho ~ chi^2_d / d, by E e^{c rho} = (1 - 2c/d)^{-d/2}. Not zero at any finite d_K.
-    """
-    b2, d = beta**2, d_k
-    e = lambda c: (1 - 2 * c / d) ** (-d / 2)  # noqa: E731
-    cov = lambda a, c: e(a + c) - e(a) * e(c)  # noqa: E731
-    a1, c1 = math.exp(-b2), 2 * b2
-    a2, c2 = 2 * math.exp(-b2) * (1 - b2 / d) ** (-d / 2), b2 / (2 * (1 - b2 / d))
-    mean = a1 * e(c1) - a2 * e(c2) + M.key_norm_mgf(b2, d)
-    # E g is the row energy E_k Var_q(f | k) that centering_shift_exact uses: a check of the integrals
-    assert mean == pytest.approx(math.exp(b2) * M.key_norm_mgf(2 * b2, d) - M.key_norm_mgf(b2, d), rel=1e-12)
-    return math.sqrt(a1**2 * cov(c1, c1) - 2 * a1 * a2 * cov(c1, c2) + a2**2 * cov(c2, c2)) / mean
+
+def test_form_relative_std_limit_against_monte_carlo():
+    """The limit is sd(g) / E g with g(rho) = E_k[f-ring^2 | q]: a Monte Carlo over queries of the mean of
+    f-ring^2 over many keys (the key average's own noise adds a known O(1/keys) variance, subtracted)."""
+    d_k, beta, queries, keys = 64, 1.0, 400, 20_000
+    rng = np.random.default_rng(5)
+    k = rng.standard_normal((keys, d_k))
+    mu = np.exp(beta**2 * (np.sum(k**2, 1) / d_k - 1) / 2)  # E_q e^{beta s - beta^2/2} given the key
+    g, noise = [], []
+    for _ in range(queries):
+        q = rng.standard_normal(d_k)
+        terms = (np.exp(beta * (k @ q) / math.sqrt(d_k) - beta**2 / 2) - mu) ** 2
+        g.append(terms.mean())
+        noise.append(terms.var() / keys)
+    g = np.array(g)
+    var_g = g.var(ddof=1) - np.mean(noise)  # the variance of g(rho), less the sampling of the keys
+    est = math.sqrt(var_g) / g.mean()
+    # a sample standard deviation of N draws has relative standard error sqrt((kappa - 1) / (4 N)), kappa the
+    # kurtosis of g; g is a log-normal-like function of rho with relative spread ~0.5, kappa <= 9: 4 such errors
+    kurt = scipy.stats.kurtosis(g, fisher=False)
+    assert kurt < 9, kurt
+    assert est == pytest.approx(M.form_relative_std_limit(d_k, beta), rel=4 * math.sqrt(8 / (4 * queries)))
 
 
 def _mean_square_std(n, d_k, beta, draws=2):

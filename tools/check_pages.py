@@ -33,6 +33,15 @@ MathJax included, have run (``--virtual-time-budget``). On that DOM:
     ``search.html`` exists, its assets resolve (above), and a query for a word of
     the book's titles lists at least one page, with no raw TeX in the results
     and no network request.
+``slider``
+    every page with static sliders (the explorers' precomputed figures, blocks
+    marked ``data-static-slider``: ``bookrun.explore.slider_html``) is loaded a
+    second time with the hash ``#slider-check``, on which each slider's own
+    script moves it to another frame through the ``input`` event a reader's
+    drag fires, and writes the frame and a checksum of the image's ``src``
+    before and after, and the decoded image's width, on the block. Every slider
+    of the page must report, with a new frame, a changed image and a width > 0,
+    and with no network request.
 
 Pages run in parallel (``--jobs``, 2 by default: CI has 2 cores). One line per
 failing check (at most ``--max-lines`` per page and check, then a count), then a
@@ -77,6 +86,8 @@ BROWSER_FLAGS = (
     *NETWORK_BLOCK,
 )
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+# The URL hash on which a static slider moves itself (bookrun.explore.CHECK_HASH).
+SLIDER_HASH = "#slider-check"
 # The pages screenshotted when --screenshot is given without --shot.
 DEFAULT_SHOTS = ("book/intro.html", "book/centering.html", "book/limit_law.html", "book/finite_size_table.html")
 
@@ -127,6 +138,7 @@ class Dom:
     merrors: list = field(default_factory=list)
     refresh: str | None = None
     search_results: int = 0
+    sliders: list = field(default_factory=list)  # the attributes of each static slider block
 
 
 class _Parser(html.parser.HTMLParser):
@@ -169,6 +181,8 @@ class _Parser(html.parser.HTMLParser):
             d.refresh = m.group(1).strip() if m else None
         if "style" in a:
             d.loads += [("style", "url()", u) for u in css_urls(a["style"])]
+        if "data-static-slider" in a:
+            d.sliders.append(a)
         if tag == "mjx-merror":
             d.merrors.append(a.get("data-mjx-error", "") or a.get("title", ""))
         classes = set(a.get("class", "").split())
@@ -403,6 +417,30 @@ def check_page(book: Book, page: Path, dom: Dom, load: Load) -> list[tuple[str, 
     return out
 
 
+def check_sliders(static: Dom, dom: Dom, load: Load) -> list[tuple[str, str]]:
+    """The findings for a page's ``#slider-check`` load: every static slider of the page's file moved
+    (the frame changed), its image changed (another ``src`` checksum) and the new image decoded."""
+    if load.error:
+        return [("slider", f"#slider-check load: {load.error}")]
+    out = [("net", f"requested {url} (#slider-check load)") for url in load.requests]
+    moved = {a.get("id"): a for a in dom.sliders}
+    for i, a in enumerate(static.sliders):
+        what = f"slider {i + 1} over {a.get('data-static-slider') or '?'}"
+        got = moved.get(a.get("id"), {})
+        before, after = got.get("data-check-before"), got.get("data-check-after")
+        if before is None or after is None:
+            out.append(("slider", f"{what} did not report: its script did not run, or has no #slider-check hook"))
+            continue
+        (f0, _, sum0), (f1, _, sum1) = before.partition(":"), after.partition(":")
+        if f0 == f1:
+            out.append(("slider", f"{what} did not move (frame {f0}; {a.get('data-frames', '?')} frame(s))"))
+        elif sum0 == sum1:
+            out.append(("slider", f"{what}: moving it from frame {f0} to {f1} left the image unchanged"))
+        elif got.get("data-check-width", "0") in ("", "0"):
+            out.append(("slider", f"{what}: the image of frame {f1} did not decode"))
+    return out
+
+
 def check_links(book: Book, page: Path, dom: Dom, rendered: dict[Path, Dom]) -> list[tuple[str, str]]:
     out, seen = [], set()
     for tag, _rel, href in dom.links:
@@ -521,6 +559,8 @@ def main(argv=None) -> int:
         failures.append(("search", "search.html", "no searchindex.js titles to query"))
     else:
         jobs.append(("search", search, search.resolve().as_uri() + f"?q={term}"))
+    # the pages with static sliders, a second time: each slider moves itself and says what it showed
+    jobs += [("slider", p, p.resolve().as_uri() + SLIDER_HASH) for p in browsed if static[p].sliders]
     failures += check_css(book)
 
     jobs.sort(key=lambda j: -j[1].stat().st_size)  # the longest pages (most formulas) first: even load on --jobs
@@ -539,6 +579,9 @@ def main(argv=None) -> int:
         dom, load = doms[p], loads["page", p]
         for check, msg in check_page(book, p, dom, load) + check_links(book, p, dom, rendered):
             failures.append((check, book.rel(p), msg))
+    for (kind, p), load in loads.items():
+        if kind == "slider":
+            failures += [(check, book.rel(p), msg) for check, msg in check_sliders(static[p], parse(load.dom), load)]
     if ("search", search) in loads:
         load = loads["search", search]
         dom = parse(load.dom)
@@ -580,7 +623,7 @@ def main(argv=None) -> int:
     if failures:
         print(f"{summary}: {len(failures)} failures on {bad} pages")
         return 1
-    print(f"{summary}: every check passed (tex, img, link, asset, net, search)")
+    print(f"{summary}: every check passed (tex, img, link, asset, net, search, slider)")
     return 0
 
 

@@ -20,9 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .construction import kernel_f
+from .construction import f, kernel_f
 
 __all__ = [
+    "f_moment_mc",
     "key_norm_mgf",
     "kernel_f_diagonal_mean",
     "kernel_f_diagonal_variance",
@@ -34,8 +35,25 @@ __all__ = [
     "form_variance",
     "form_variance_wishart",
     "form_relative_std",
+    "form_relative_std_limit",
     "kernel_error_exact",
 ]
+
+
+def f_moment_mc(key: jax.Array, p: int, beta: float, size: int = 2**18) -> tuple[float, float]:
+    """``E f(a)^p`` for ``a ~ N(0, 1)`` by Monte Carlo, tilted: the estimate and its standard error.
+
+    A plain average of ``f(a)^p`` is carried by rare draws near ``a ~ p beta`` (its variance
+    involves ``E f^{2p}``); instead ``a ~ N(mu, 1)`` with ``mu = (p - 1/2) beta`` (``size``
+    draws from ``key``), each weighted by the density ratio ``e^{-mu a + mu^2 / 2}``, which keeps
+    the estimate unbiased and its relative variance of order one. The standard error is the
+    weighted sample's standard deviation over ``sqrt(size)``. The closed forms are
+    ``E f^2 = e^{beta^2} - 1`` and ``E f^4 = e^{6 beta^2} - 4 e^{3 beta^2} + 6 e^{beta^2} - 3``.
+    """
+    mu = (p - 0.5) * beta  # the tilt: draw where f(a)^p is large, reweight to N(0, 1)
+    a = mu + jax.random.normal(key, (size,))
+    x = np.asarray(f(a, beta) ** p * jnp.exp(-mu * a + mu**2 / 2))
+    return float(x.mean()), float(x.std() / np.sqrt(x.size))
 
 
 def kernel_f_diagonal_mean(d_k: float, beta: float) -> float:
@@ -131,9 +149,10 @@ def denominator_deviation_ms(n: int, d_k: float, beta: float = 1.0) -> float:
     Infinite unless ``beta^2 < d_K`` (``M(beta^2/2)``: the expansion needs the keys' log-normal
     terms to have a finite variance averaged over the query). The first bracket, the query norm's
     share, is ``beta^4 / (2 d_K) + O(d_K^-2)``: it vanishes only when ``d_K`` grows. The second is
-    ``e^{beta^2} - 1 + O(1/d_K)``, the sampling of ``n`` keys. At a fixed ``d_K`` the deviation, and
-    with it the middle term of the denominator step, tends to a non-zero constant; under the
-    proportional limit it falls like ``1/n``.
+    ``e^{beta^2} - 1 + O(1/d_K)``, the sampling of ``n`` keys. At a fixed ``d_K`` the deviation tends to
+    a non-zero constant (and the middle term of the denominator step, whose operator norm is at least
+    ``(sum_i (C_ii - 1)^4 / C_ii^2)^{1/2}``, grows like ``sqrt(n)``); under the proportional limit it
+    falls like ``1/n``.
     """
     b2 = beta**2
     if b2 >= d_k:
@@ -238,6 +257,30 @@ def form_relative_std(k_g: jax.Array, beta: float, d_v: int) -> float:
     """
     mean = float(jnp.trace(kernel_f(k_g, beta))) / k_g.shape[0]
     return math.sqrt(float(form_variance_wishart(k_g, beta, d_v))) / mean
+
+
+def form_relative_std_limit(d_k: float, beta: float) -> float:
+    """The limit of :func:`form_relative_std` as ``n`` (and ``d_v``) grow at a fixed key width ``d_k``.
+
+    With ``B -> I`` the form is the mean of ``n`` terms ``f-ring_j^2`` over the keys, which tends to
+    ``g(rho) = E_k[f-ring^2 | q]``, a function of ``rho = |q|^2 / d_k`` alone (law of large numbers over the
+    keys; ``f-ring = e^{beta s - beta^2/2} - e^{beta^2 (|k|^2/d_k - 1)/2}``, ``s = q . k / sqrt(d_k)``). Gaussian
+    integrals over ``k`` give ``g = A_1 e^{c_1 rho} - A_2 e^{c_2 rho} + M(beta^2)`` with ``A_1 = e^{-beta^2}``,
+    ``c_1 = 2 beta^2``, ``A_2 = 2 e^{-beta^2} (1 - beta^2/d_k)^{-d_k/2}``, ``c_2 = beta^2 / (2 (1 - beta^2/d_k))``
+    and ``M`` = :func:`~gelib.models.key_norm_mgf`; the limit is the standard deviation of ``g`` over the law
+    ``chi^2_{d_k}/d_k`` of ``rho`` divided by its mean (which is the row energy ``E_k Var_q(f | k)``), by
+    ``E e^{c rho} = (1 - 2c/d_k)^{-d_k/2}``. Not zero at any finite ``d_k``, ``O(d_k^{-1/2})``; infinite unless
+    ``8 beta^2 < d_k``.
+    """
+    b2, d = beta**2, d_k
+    if 8 * b2 >= d:
+        return math.inf
+    e = lambda c: (1 - 2 * c / d) ** (-d / 2)  # noqa: E731
+    cov = lambda a, c: e(a + c) - e(a) * e(c)  # noqa: E731
+    a1, c1 = math.exp(-b2), 2 * b2
+    a2, c2 = 2 * math.exp(-b2) * (1 - b2 / d) ** (-d / 2), b2 / (2 * (1 - b2 / d))
+    mean = a1 * e(c1) - a2 * e(c2) + key_norm_mgf(b2, d)
+    return math.sqrt(a1**2 * cov(c1, c1) - 2 * a1 * a2 * cov(c1, c2) + a2**2 * cov(c2, c2)) / mean
 
 
 @jax.jit

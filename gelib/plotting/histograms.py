@@ -17,6 +17,7 @@ __all__ = [
     "spectra_histograms",
     "log_histograms",
     "spectra_pair",
+    "log_quantile_figure",
     "distance_title",
     "cdf_differences",
     "pair_and_heads",
@@ -96,6 +97,33 @@ def spectra_pair(
     axes[1].set_xlabel(f"eigenvalue, {labels[1]}")
     axes[1].set_ylabel(f"eigenvalue, {labels[0]}")
     return axes
+
+
+def log_quantile_figure(
+    a: ArrayLike, b: ArrayLike, labels: Sequence[str], mean: float | None = None, title: str = ""
+) -> Figure:
+    """Two spectra over several decades: log histograms (left) and quantiles against quantiles (right).
+
+    ``a`` and ``b`` (any shape, all seeds pooled) are drawn by :func:`~gelib.plotting.log_histograms` with
+    the labels ``labels``, and, given ``mean``, a dashed black line at ``log10(mean)``
+    (labelled with the mean); ``title`` heads the left panel. The right panel, on log-log axes,
+    sets the quantiles of ``a`` (y) against those of ``b`` (x) at the probabilities
+    ``(i + 1/2) / size`` of ``b``, with the diagonal. Returns the figure.
+    """
+    fig, (ax0, ax1) = plt.subplots(
+        1, 2, figsize=(9.5, 3.6), gridspec_kw=dict(width_ratios=(1.6, 1)), layout="constrained"
+    )
+    log_histograms(ax0, {labels[0]: a, labels[1]: b})
+    if mean is not None:
+        ax0.axvline(np.log10(mean), color="black", ls="--", lw=1, label="mean $m_1$")
+        ax0.legend()
+    ax0.set_title(title)
+    a, b = np.asarray(a), np.asarray(b)
+    probs = (np.arange(b.size) + 0.5) / b.size
+    ax1.loglog(np.quantile(b, probs), np.quantile(a, probs), ".", ms=2)
+    ax1.axline((1.0, 1.0), (2.0, 2.0), color="black", lw=0.8)  # the diagonal
+    ax1.set(xlabel=f"{labels[1]} quantile", ylabel=f"{labels[0]} quantile")
+    return fig
 
 
 def distance_title(a: ArrayLike, ref: ArrayLike, **extra: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from ..attention_law import LEVEL_TITLES, Chain
-from ..freeprob import Law
+from ..freeprob import Law, Oracle
 from .style import COLORS, tex_sci
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "density_curves",
     "chain_figure",
     "law_figure",
+    "oracle_figure",
 ]
 
 
@@ -280,4 +281,25 @@ def law_figure(
         fontsize=10,
     )
     fig.tight_layout()
+    return fig
+
+
+def oracle_figure(oracles: Iterable[Oracle], points: int = 200, every: int = 10) -> Figure:
+    """The solver against laws known in closed form (:mod:`gelib.freeprob.oracles`), one panel each.
+
+    In each panel, on a logarithmic density axis: the density of the solver's law
+    (:meth:`gelib.freeprob.Oracle.law`, black line) on ``points`` points of its grid
+    (clustered at the edges) and the closed-form density (:meth:`gelib.freeprob.Oracle.density`,
+    open circles) at every ``every``-th of them; the panel is titled with the oracle's name.
+    The first panel has the y-label and the legend. Returns the figure (one row).
+    """
+    oracles = list(oracles)
+    fig, axes = plt.subplots(1, len(oracles), figsize=(10 / 3 * len(oracles), 3.2), squeeze=False)
+    for ax, o in zip(axes[0], oracles):
+        x = o.law().grid(points)
+        ax.semilogy(x, o.law().density(x), "k", label="solver")
+        ax.semilogy(x[::every], o.density(x[::every]), "o", mfc="none", label="closed form")
+        ax.set(title=o.name, xlabel="x")
+    axes[0, 0].set_ylabel("density")
+    axes[0, 0].legend()
     return fig

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.axes
 import matplotlib.figure
 import numpy as np
+import scipy.stats
 from matplotlib.axes import Axes
 from numpy.typing import ArrayLike
 
@@ -20,6 +21,7 @@ from .style import COLORS, label_ns
 __all__ = [
     "rate_plot",
     "rate_panels",
+    "law_distance_rates",
     "edge_rates_figure",
     "plot_distance_rates",
     "plot_moment_rates",
@@ -90,6 +92,33 @@ def rate_panels(
         if ylabel:
             ax.set_ylabel(ylabel)
         ax.legend(fontsize=8)
+    return fits
+
+
+def law_distance_rates(
+    axes: Sequence[Axes],
+    ns: Sequence[int],
+    to_law: Mapping[int, Mapping[str, object]],
+    models: Mapping[str, str],
+    quantities: Mapping[str, str],
+    predicted_slope: float = -0.5,
+) -> dict[tuple[str, str], PowerFit]:
+    """Distances of simulated spectra to their limit law against ``n``, divided by ``sqrt(log n)``.
+
+    One panel per quantity (``{attribute: y-label}``, an attribute of
+    :class:`gelib.freeprob.ToLaw` such as ``"shape"`` or ``"ks"``), one :func:`~gelib.plotting.rate_plot` per
+    model (``{model: label}``, in the book's colours) in each: ``to_law[n][model]`` holds the
+    per-seed distances at size ``n`` (:func:`gelib.freeprob.shape_to_law`), divided by
+    ``sqrt(log n)`` before the fit, so that a rate ``sqrt(log n / n)`` shows as the predicted
+    slope ``-1/2``. Returns the fits by ``(quantity, model)``.
+    """
+    root_log = np.sqrt(np.log(ns))[:, None]
+    fits = {}
+    for ax, (q, ylabel) in zip(axes, quantities.items()):
+        for (m, label), color in zip(models.items(), COLORS):
+            values = np.array([getattr(to_law[n][m], q) for n in ns]) / root_log  # (len(ns), seeds)
+            fits[q, m] = rate_plot(ax, ns, values, predicted_slope, label, color=color)
+        ax.set_ylabel(ylabel + r" / $\sqrt{\log n}$")
     return fits
 
 
@@ -191,7 +220,8 @@ def regime_plot(ax: Axes, check: RegimeCheck, scale: float = 1.0, ylabel: str = 
     labels = {"ratio": "$d_K/n$ fixed", "fixed": "$d_K$ fixed"}
     for (r, v), color in zip(check.values.items(), COLORS):
         ns, mean = np.array(check.ns[r]), scale * v.mean(axis=1)
-        half = scale * 1.96 * v.std(axis=1, ddof=1) / math.sqrt(v.shape[1])
+        t = scipy.stats.t.ppf(0.975, v.shape[1] - 1)  # the 95 % Student-t interval over seeds
+        half = scale * t * v.std(axis=1, ddof=1) / math.sqrt(v.shape[1])
         dks, ratios = sorted(set(check.d_k[r])), sorted({round(n / d) for n, d in zip(check.ns[r], check.d_k[r])})
         label = (
             f"$d_K = {dks[0]}$" if len(dks) == 1 else f"$d_K = n/{ratios[0]}$" if len(ratios) == 1 else labels.get(r, r)
