@@ -45,6 +45,7 @@ test: lint
 	  --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) tests book
 	$(BIN)/python -m gelib render $(TEST_RUN) --output _build/test-ci
 	$(BIN)/python tools/check_pages.py _build/test-ci/_build/html
+	$(BIN)/python tools/core_words.py
 
 # The book as a reader's browser shows it, with no network: every page in the system's
 # headless Chromium (2 at a time), no raw TeX left after MathJax, images, links and
