@@ -25,6 +25,7 @@ import pytest  # noqa: E402
 
 from bookrun.batch import (  # noqa: E402
     RUN_MARKER,
+    compilation_cache_env,
     is_chapter,
     is_run_folder,
     load_chapter,
@@ -51,6 +52,9 @@ SLOW_TEST_FILES = (
     "test_report",
 )
 ROOT = Path(__file__).resolve().parent
+# One JAX compilation cache for the tests, their workers and the chapters' kernels, as the
+# batch gives its kernels (bookrun.batch.compilation_cache_env); set before anything imports JAX.
+os.environ.update(compilation_cache_env(ROOT))
 
 
 class _Reader:

@@ -52,6 +52,7 @@ __all__ = [
     "paper_numbers",
     "shift_predictions_text",
     "HEADER",
+    "SHORT",
     "BudgetRow",
     "step_predictions",
     "step_shift",
@@ -241,14 +242,26 @@ def _cells(r: TableRow) -> list:
     ]
 
 
-def markdown_table(rows: list[TableRow]) -> str:
+#: The columns of the table's short form (:func:`markdown_table` with ``columns=SHORT``): what a reader
+#: compares with the paper, narrow enough for a page without scrolling sideways.
+SHORT: tuple[str, ...] = ("model", "n", "dims", "seeds", "rel. W1 (%)", "paper rel. W1 (%)", "z (W1)", "KS", "z (KS)")
+
+
+def markdown_table(rows: list[TableRow], columns: tuple[str, ...] = HEADER) -> str:
     """The rows as a Markdown table with the columns :data:`HEADER`: means ± 95 %
     half-widths over seeds, the mean shift with its exact prediction in brackets
     (the leading order for a tied layer), the
     paper's values and ``z`` for W1 and KS (``n/a (shrunk)`` for a shrunk row of
-    the paper, ``not tested (k seeds)`` for a row with fewer than :data:`MIN_TESTED_SEEDS` seeds)."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(str(x) for x in _cells(r)) + " |" for r in rows]
+    the paper, ``not tested (k seeds)`` for a row with fewer than :data:`MIN_TESTED_SEEDS` seeds).
+
+    ``columns``: the names of :data:`HEADER` to keep, in that order (:data:`SHORT`: the short form);
+    an unknown name is a :class:`ValueError`."""
+    unknown = [c for c in columns if c not in HEADER]
+    if unknown:
+        raise ValueError(f"unknown columns {unknown}; the table's columns are {list(HEADER)}")
+    keep = [HEADER.index(c) for c in columns]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(cells[i]) for i in keep) + " |" for cells in map(_cells, rows)]
     return "\n".join(lines)
 
 

@@ -364,3 +364,27 @@ def test_chapter_rates_are_measured_with_one_blas_thread_as_the_chapters_run(mon
     rates = batch.chapter_rates()
     assert seen["env"]["OPENBLAS_NUM_THREADS"] == "1"
     assert rates.matmul > 1e8 and 0 < rates.eig < 60 and (rates.busy is None or "busy" in rates.busy)
+
+
+def test_the_kernels_share_one_compilation_cache_under_build_unless_the_user_set_one(book, monkeypatch):
+    from bookrun.batch import compilation_cache_env
+
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    (book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/jit\n")
+    (book / "book" / "jit.md").write_text(
+        chapter(
+            [
+                "import os\nimport jax\nfrom myst_nb import glue\n"
+                "glue('cache', os.environ['JAX_COMPILATION_CACHE_DIR'], display=False)\n"
+                "assert float(jax.jit(lambda x: 3 * x + 1)(2.0)) == 7.0",
+            ]
+        )
+    )
+    out = book / "_build" / "runs" / "cache"
+    assert run_batch(book, "ci", out=out, render=False) == 0
+    cache = book / "_build" / "jax-cache"
+    assert json.loads((out / "record.json").read_text())["chapters"]["jit"]["glued"] == {"cache": f"'{cache}'"}
+    assert any(p.name.endswith("-cache") for p in cache.iterdir())  # the kernel wrote its compilation there
+    # the user's choice wins, an empty value (the cache off) included
+    assert compilation_cache_env(book, {"JAX_COMPILATION_CACHE_DIR": ""}) == {}
+    assert compilation_cache_env(book, {})["JAX_COMPILATION_CACHE_DIR"] == str(cache)

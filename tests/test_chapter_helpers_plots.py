@@ -71,3 +71,49 @@ def test_log_quantile_figure_against_numpy_quantiles():
     (mean_line,) = [ln for ln in left.get_lines() if ln.get_label() == "mean $m_1$"]
     assert mean_line.get_xdata()[0] == pytest.approx(np.log10(2.0))
     assert [t.get_text() for t in left.get_legend().get_texts()] == ["first", "second", "mean $m_1$"]
+
+
+def test_layer_view_draws_one_heads_attention_and_the_spectrum_against_its_means():
+    import jax
+
+    from gelib import AttentionConfig
+    from gelib.models import attention, build, mha_shift_exact, scores
+    from gelib.plotting import layer_view
+    from gelib.sampling import sample_fast
+    from gelib.spectra import spectrum
+
+    cfg = AttentionConfig(n=64, d=96, h=2, d_k=16, beta=1.5)
+    draw = sample_fast(jax.random.key(3), cfg)
+    fig = layer_view(draw, cfg, shown=16)
+    ax_a, ax_s = fig.axes[:2]  # the attention and the spectrum (then its colour bar, the atoms' twin axis)
+    a = np.asarray(attention(scores(draw.q[0], draw.k[0]), cfg.beta))
+    np.testing.assert_allclose(ax_a.images[0].get_array(), np.log10(np.maximum(a[:16, :16], 1e-12)), rtol=1e-6)
+    assert f"{a.max(axis=1).mean():.2f} on average" in ax_a.get_title()
+    # the three lines: the measured mean of this draw's spectrum, the exact mean, the limit m_1
+    xs = [ln.get_xdata()[0] for ln in ax_s.get_lines()[-3:]]
+    m1 = cfg.first_moment
+    expected = [spectrum(build("mha", draw, cfg)).mean(), m1 * (1 + mha_shift_exact(cfg.n, cfg.d_k, cfg.beta)), m1]
+    np.testing.assert_allclose(xs, expected, rtol=1e-6)
+    assert ax_s.get_xscale() == "log"
+
+
+def test_learning_view_reads_each_layers_arrival_time_and_error_off_its_law():
+    from gelib import AttentionConfig, learning
+    from gelib.learning_markers import LimitLaws
+    from gelib.plotting import learning_view
+
+    laws, read = LimitLaws(1e-9), learning.Reading(epsilon=1e-2, sigma=0.25, horizon=100.0)
+    layers = {"a": AttentionConfig(n=256, d=256, h=4, d_k=32, d_o=512), "b": AttentionConfig(n=256, d=256, h=2, d_k=32)}
+    fig = learning_view(laws, layers, read)
+    a_loss, a_err, a_law = fig.axes
+    for i, (label, cfg) in enumerate(layers.items()):
+        law = laws(cfg)
+        loss = a_loss.get_lines()[2 * i]  # each layer's curve, then its arrival line
+        t, y = loss.get_data()
+        np.testing.assert_allclose(y, learning.training_loss(law, t))
+        arrive = learning.arrival_time(law, read.epsilon)
+        assert loss.get_label() == f"{label}: arrives at {arrive:.3g}"
+        assert a_loss.get_lines()[2 * i + 1].get_xdata()[0] == pytest.approx(arrive)
+        at_h = learning.coefficient_error(law, read.horizon, cfg.n, cfg.d_o, read.sigma)[0]
+        assert f"{at_h:.3g} at" in a_err.get_lines()[i].get_label()
+    assert a_law.get_xscale() == "log" and a_law.get_yscale() == "log"

@@ -58,18 +58,25 @@ PNG = bytes.fromhex(
 )
 
 
-def png_of(rgb: tuple[int, int, int], size: int = 4) -> bytes:
-    """A ``size`` x ``size`` PNG of one colour."""
+def png_of(rgb: tuple[int, ...], size: int = 4) -> bytes:
+    """A ``size`` x ``size`` PNG of one colour (RGB, or RGBA for four numbers)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
-    head = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    head = struct.pack(">IIBBBBB", size, size, 8, 6 if len(rgb) == 4 else 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
-RED, BLUE, GREEN = png_of((200, 0, 0)), png_of((0, 0, 200)), png_of((0, 150, 0))
+# Light tints: a figure must bring a light background to stay legible on the dark theme.
+RED, BLUE, GREEN = png_of((255, 220, 220)), png_of((220, 220, 255)), png_of((220, 255, 220))
+WHITE = png_of((255, 255, 255))
+# As the book theme's "auto" mode does: the page's data-theme follows the browser's colour scheme.
+THEME = (
+    "<script>document.documentElement.dataset.theme ="
+    " matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';</script>"
+)
 
 
 def page(body: str, head: str = "") -> str:
@@ -89,7 +96,7 @@ GOOD = page(
        <a href="#top">the top</a>, <a href="https://example.org/">a paper</a>.</p>
     <img src="_images/fig.png" alt="a figure">
     """),
-    MATHJAX,
+    MATHJAX + THEME,
 )
 PAGE2 = page('<h2 id="results">Results</h2><p>Back to <a href="index.html">the start</a>.</p>')
 SEARCH_HEAD = "<script>var Search = {setIndex: function (d) { window.INDEX = d; }};</script>"
@@ -110,7 +117,9 @@ SEARCH_BODY = """
 
 def make_book(root: Path, lists_results: bool = True) -> Path:
     (root / "_images").mkdir(parents=True)
-    (root / "_images" / "fig.png").write_bytes(PNG)
+    (root / "_images" / "fig.png").write_bytes(WHITE)
+    (root / "_images" / "clear.png").write_bytes(png_of((255, 255, 255, 0)))  # transparent
+    (root / "_images" / "black.png").write_bytes(png_of((20, 20, 20)))
     copy_mathjax(root / "mathjax")
     (root / "index.html").write_text(GOOD)
     (root / "page2.html").write_text(PAGE2)
@@ -238,6 +247,7 @@ def test_a_correct_book_passes_and_is_screenshotted(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert fails == []
     assert "every check passed" in res.stdout
+    assert (shots / "index_dark.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the front page, dark theme
     png = (shots / "index.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, _ = struct.unpack(">II", png[16:24])
@@ -265,6 +275,9 @@ BROKEN = {
         "slider",
         "did not report",
     ),
+    # figures that the dark theme would hide: a transparent one, one on a dark background
+    "clear.html": (page('<img src="_images/clear.png" alt="clear">'), "dark", "transparent pixels"),
+    "black.html": (page('<img src="_images/black.png" alt="black">'), "dark", "dark background"),
     "nofonts.html": (
         page(r"<p>Typeset \(x^2\), but the fonts are not beside MathJax.</p>", MATHJAX.replace("mathjax/", "mj2/")),
         "asset",
@@ -309,5 +322,28 @@ def test_a_missing_folder_or_search_page_cannot_pass(tmp_path):
     assert res.returncode == 2
     book = make_book(tmp_path / "html")
     (book / "search.html").unlink()
+    (book / "index.html").write_text(GOOD.replace(THEME, ""))  # a front page that ignores the dark mode
     res, fails = run_checker(book)
     assert res.returncode == 1 and any("no search page" in ln for ln in fails), res.stdout
+    assert any(ln.split()[1] == "dark" and "data-theme is None" in ln for ln in fails_of(fails, "index.html")), fails
+
+
+def test_a_matplotlib_figure_is_legible_on_the_dark_theme_unless_saved_transparent():
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1], [1, 0], color="black")
+    ax.set_title("label")
+    opaque, clear = io.BytesIO(), io.BytesIO()
+    fig.savefig(opaque, format="png")  # as myst-nb and the sliders save them
+    fig.savefig(clear, format="png", transparent=True)
+    plt.close(fig)
+    assert check_pages.figure_problem(opaque.getvalue()) is None
+    assert "transparent pixels" in check_pages.figure_problem(clear.getvalue())
+    assert "dark background" in check_pages.figure_problem(png_of((30, 30, 60)))
+    assert check_pages.figure_problem(b"not a png").startswith("not a readable image")

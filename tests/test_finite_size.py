@@ -7,7 +7,7 @@ import pytest
 
 from gelib import PRESETS, AttentionConfig
 from gelib.attention_law import output_law
-from gelib.finite_size import HEADER, markdown_table, mean_shifts, row_seeds, shrink, table_row
+from gelib.finite_size import HEADER, SHORT, markdown_table, mean_shifts, row_seeds, shrink, table_row
 from gelib.presets import TABLE2
 from gelib.spectra import Comparison, ks, mean_shift, rel_w1, seed_flops, summarize
 
@@ -134,6 +134,13 @@ def test_markdown_table():
     assert cells[-2] == "0.0109 ± 0.0010" and cells[-1].startswith(("-", "+"))
     assert lines[3].split("|")[7].strip() == "÷2" and lines[3].rstrip("| ").endswith("n/a (shrunk)")
     assert lines[4].rstrip("| ").endswith("—")
+    # the short form keeps the named columns, the same cells
+    short = [[c.strip() for c in ln.split("|")[1:-1]] for ln in markdown_table(rows, SHORT).splitlines()]
+    assert short[0] == list(SHORT) and all(len(r) == len(SHORT) for r in short)
+    full = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines]
+    assert all(s[j] == f[HEADER.index(c)] for s, f in zip(short[2:], full[2:]) for j, c in enumerate(SHORT))
+    with pytest.raises(ValueError, match="unknown columns"):
+        markdown_table(rows, ("model", "colour"))
 
 
 # --- the limit-law chapter's tables ---

@@ -107,3 +107,14 @@ def test_row_mean_norms_match_output_row_mean_and_their_exact_expectation():
     se = norms.std(ddof=1) / math.sqrt(norms.size)
     assert abs(norms.mean() - M.centering_mean_norm2(cfg)) < 4 * se
     assert M.centering_mean_norm2(cfg) == pytest.approx(cfg.d_o * M.centering_norm2(cfg.n, cfg.d_k, cfg.beta) / cfg.n)
+
+
+@pytest.mark.parametrize("d_k, beta", [(64, 1.0), (16, 0.5), (128, 1.5)])
+def test_the_kernel_error_crossover_is_where_its_two_first_order_terms_are_equal(d_k, beta):
+    n = M.kernel_error_crossover(d_k, beta)
+    keys = 8 * beta**4 * math.expm1(beta**2) ** 2 / d_k  # the key-norm term of the mean square
+    assert M.kernel_error_first_order(n, d_k, beta) ** 2 == pytest.approx(2 * keys, rel=1e-12)
+    # below it the key-norm term dominates, above it the overlap term
+    assert (
+        M.kernel_error_first_order(n / 2, d_k, beta) ** 2 < 2 * keys < M.kernel_error_first_order(2 * n, d_k, beta) ** 2
+    )

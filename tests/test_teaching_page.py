@@ -67,3 +67,21 @@ def test_the_helpers_see_what_they_check():
     assert plan_minutes(sample) == [40, 50]
     assert targets("{ref}`the diagram <fig-x>` and {doc}`intro`", "ref") == {"fig-x"}
     assert targets("{ref}`the diagram <fig-x>` and {doc}`intro`", "doc") == {"intro"}
+
+
+def test_the_exercises_handed_out_are_of_their_kind():
+    """The page's pen-and-paper list holds only exercises marked so in their chapters, and its
+    "Seconds" list only quick ones (tests/test_exercises.py reads the classes)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_exercises import CHAPTERS, exercises
+
+    classes = {label: cls for path in CHAPTERS for label, (cls, *_) in exercises(path).items()}
+    text = PAGE.read_text()
+    pen = text[text.index("## Pen and paper") : text.index("## Seconds")]
+    quick = text[text.index("## Seconds") : text.index("## Running the class")]
+    for section, kind in ((pen, "pen-and-paper"), (quick, "quick")):
+        cited = targets(section, "ref")
+        assert len(cited) >= 4, cited
+        assert {classes.get(label) for label in cited} == {kind}, {label: classes.get(label) for label in cited}

@@ -43,6 +43,17 @@ MathJax included, have run (``--virtual-time-budget``). On that DOM:
     of the page must report, with a new frame, a changed image and a width > 0,
     and with no network request.
 
+``dark``
+    the book's dark theme: the front page is loaded a third time with the
+    browser's dark mode (``--force-dark-mode``, which the theme's "auto" mode
+    follows) and must come up with ``data-theme="dark"``; and every figure a
+    page shows (each ``<img>`` file under ``_images``, and each slider's shown
+    frame, a ``data:`` PNG) must carry its own light, opaque background: no pixel more
+    than slightly transparent, and the image's border light (median luminance
+    above 0.8), so that its dark lines and labels stay legible on the dark page
+    (a transparent figure's black text vanishes there). ``--screenshot`` adds a
+    screenshot of the front page in the dark theme.
+
 Pages run in parallel (``--jobs``, 2 by default: CI has 2 cores). One line per
 failing check (at most ``--max-lines`` per page and check, then a count), then a
 summary; the exit status is 1 on any failure, 2 when the checker cannot run (no
@@ -139,6 +150,7 @@ class Dom:
     refresh: str | None = None
     search_results: int = 0
     sliders: list = field(default_factory=list)  # the attributes of each static slider block
+    theme: str | None = None  # the <html> element's data-theme, as the theme's scripts set it
 
 
 class _Parser(html.parser.HTMLParser):
@@ -176,6 +188,8 @@ class _Parser(html.parser.HTMLParser):
                     d.loads.append((tag, attr, url))
         if tag == "img":
             d.imgs.append(a.get("src", ""))
+        if tag == "html":
+            d.theme = a.get("data-theme")
         if tag == "meta" and a.get("http-equiv", "").lower() == "refresh":
             m = re.search(r"url\s*=\s*['\"]?([^'\"]+)", a.get("content", ""), re.IGNORECASE)
             d.refresh = m.group(1).strip() if m else None
@@ -292,9 +306,16 @@ def page_requests(netlog: Path) -> list[str]:
 
 
 def run_browser(
-    browser: str, url: str, budget_ms: int, timeout: float, screenshot: Path | None = None, size=(1400, 1800)
+    browser: str,
+    url: str,
+    budget_ms: int,
+    timeout: float,
+    screenshot: Path | None = None,
+    size=(1400, 1800),
+    dark: bool = False,
 ) -> Load:
-    """Load ``url`` with networking blocked; dump its DOM (or write a screenshot)."""
+    """Load ``url`` with networking blocked; dump its DOM (or write a screenshot); ``dark``: in the
+    browser's dark mode."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="check-pages-") as tmp:
         netlog = Path(tmp) / "net.json"
@@ -304,6 +325,7 @@ def run_browser(
             f"--user-data-dir={tmp}/profile",
             f"--log-net-log={netlog}",
             f"--virtual-time-budget={budget_ms}",
+            *(["--force-dark-mode"] if dark else []),
         ]
         if screenshot is not None:
             cmd += [f"--window-size={size[0]},{size[1]}", f"--screenshot={screenshot}"]
@@ -441,6 +463,67 @@ def check_sliders(static: Dom, dom: Dom, load: Load) -> list[tuple[str, str]]:
     return out
 
 
+def figure_problem(data: bytes) -> str | None:
+    """Why a figure (PNG or JPEG bytes) would not be legible on the dark theme, or ``None``:
+    transparent pixels (alpha below 250 anywhere), or a dark border (median luminance of its
+    outermost pixels at most 0.8): the figure must bring its own light background."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        im = Image.open(io.BytesIO(data))
+        im.load()
+    except (UnidentifiedImageError, OSError) as exc:
+        return f"not a readable image ({exc})"
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        low = rgba.getchannel("A").getextrema()[0]
+        if low < 250:
+            return f"transparent pixels (alpha down to {low}): its dark text would vanish on the dark theme"
+    g = im.convert("L")
+    w, h = g.size
+    border = [g.getpixel((x, y)) for x in range(w) for y in (0, h - 1)] + [
+        g.getpixel((x, y)) for y in range(h) for x in (0, w - 1)
+    ]
+    median = sorted(border)[len(border) // 2] / 255
+    if median <= 0.8:
+        return f"a dark background (border luminance {median:.2f}): not legible on the dark theme"
+    return None
+
+
+def image_bytes(book: Book, page: Path, src: str) -> bytes | None:
+    """The bytes of a figure an ``<img>`` shows: a ``data:`` URI's (base64), or the build's file
+    under ``_images`` (where Sphinx puts the figures); ``None`` for anything else (the theme's
+    icons; a missing file, which the ``img`` check reports)."""
+    import base64
+
+    if src.startswith("data:"):
+        head, _, payload = src.partition(",")
+        return base64.b64decode(payload) if head.endswith(";base64") and head[5:].startswith("image/") else None
+    if is_remote(src) or skipped(src):
+        return None
+    path, _, problem = book.target(page, src)
+    if problem or path is None or "_images" not in path.parts or path.suffix.lower() not in (".png", ".jpg", ".jpeg"):
+        return None  # not a figure: the theme's own icons live in _static
+    return path.read_bytes()
+
+
+def check_dark(book: Book, page: Path, dom: Dom, seen: dict) -> list[tuple[str, str]]:
+    """The ``dark`` findings for one page's figures (``seen``: verdicts by image, shared across pages)."""
+    out = []
+    for src in dom.imgs:
+        if src in seen:
+            problem = seen[src]
+        else:
+            data = image_bytes(book, page, src)
+            problem = seen[src] = None if data is None else figure_problem(data)
+        if problem:
+            name = "a slider frame (data: PNG)" if src.startswith("data:") else src
+            out.append(("dark", f"{name}: {problem}"))
+    return out
+
+
 def check_links(book: Book, page: Path, dom: Dom, rendered: dict[Path, Dom]) -> list[tuple[str, str]]:
     out, seen = [], set()
     for tag, _rel, href in dom.links:
@@ -503,6 +586,16 @@ def cap(failures: list[tuple[str, str, str]], n: int) -> list[tuple[str, str, st
     return out
 
 
+def front_page(root: Path, browsed: list[Path]) -> Path | None:
+    """The page ``index.html`` leads to (its redirect's target, else itself), if it is among ``browsed``."""
+    index = root / "index.html"
+    if not index.is_file():
+        return None
+    target = parse(index.read_text(errors="replace")).refresh
+    page = Path(os.path.normpath(root / unquote(urlsplit(target).path))) if target else index
+    return next((p for p in browsed if p.resolve() == page.resolve()), None)
+
+
 def pages_of(root: Path) -> list[Path]:
     skip = {"_static", "_sources", "_images", "_downloads"}
     return sorted(p for p in root.rglob("*.html") if not (set(p.relative_to(root).parts[:-1]) & skip))
@@ -561,13 +654,17 @@ def main(argv=None) -> int:
         jobs.append(("search", search, search.resolve().as_uri() + f"?q={term}"))
     # the pages with static sliders, a second time: each slider moves itself and says what it showed
     jobs += [("slider", p, p.resolve().as_uri() + SLIDER_HASH) for p in browsed if static[p].sliders]
+    front = front_page(book.root, browsed)
+    if front is not None:
+        jobs.append(("dark", front, front.resolve().as_uri()))
     failures += check_css(book)
 
     jobs.sort(key=lambda j: -j[1].stat().st_size)  # the longest pages (most formulas) first: even load on --jobs
     loads: dict[tuple[str, Path], Load] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {
-            pool.submit(run_browser, browser, url, args.budget_ms, args.timeout): (kind, p) for kind, p, url in jobs
+            pool.submit(run_browser, browser, url, args.budget_ms, args.timeout, dark=kind == "dark"): (kind, p)
+            for kind, p, url in jobs
         }
         for fut in concurrent.futures.as_completed(futures):
             loads[futures[fut]] = fut.result()
@@ -579,6 +676,15 @@ def main(argv=None) -> int:
         dom, load = doms[p], loads["page", p]
         for check, msg in check_page(book, p, dom, load) + check_links(book, p, dom, rendered):
             failures.append((check, book.rel(p), msg))
+    verdicts: dict = {}
+    for p in browsed:
+        failures += [(check, book.rel(p), msg) for check, msg in check_dark(book, p, doms[p], verdicts)]
+    if front is None:
+        failures.append(("dark", "index.html", "no front page to load in the dark theme"))
+    elif loads["dark", front].error:
+        failures.append(("dark", book.rel(front), f"dark-mode load: {loads['dark', front].error}"))
+    elif (theme := parse(loads["dark", front].dom).theme) != "dark":
+        failures.append(("dark", book.rel(front), f"in the browser's dark mode the page's data-theme is {theme!r}"))
     for (kind, p), load in loads.items():
         if kind == "slider":
             failures += [(check, book.rel(p), msg) for check, msg in check_sliders(static[p], parse(load.dom), load)]
@@ -609,6 +715,14 @@ def main(argv=None) -> int:
             else:
                 shots.append(out)
 
+        if front is not None:
+            out = args.screenshot.resolve() / (book.rel(front).replace("/", "_").removesuffix(".html") + "_dark.png")
+            load = run_browser(browser, front.resolve().as_uri(), args.budget_ms, args.timeout, out, (w, h), dark=True)
+            if load.error:
+                failures.append(("screenshot", book.rel(front), f"dark: {load.error}"))
+            else:
+                shots.append(out)
+
     failures = sorted(dict.fromkeys(failures), key=lambda f: f[1])  # by page, each page's in check order
     for check, page, msg in cap(failures, args.max_lines):
         print(f"FAIL {check:6} {page}: {msg}")
@@ -623,7 +737,7 @@ def main(argv=None) -> int:
     if failures:
         print(f"{summary}: {len(failures)} failures on {bad} pages")
         return 1
-    print(f"{summary}: every check passed (tex, img, link, asset, net, search, slider)")
+    print(f"{summary}: every check passed (tex, img, link, asset, net, search, slider, dark)")
     return 0
 
 

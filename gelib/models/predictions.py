@@ -29,6 +29,7 @@ __all__ = [
     "kernel_f_diagonal_variance",
     "kernel_f_offdiagonal_mean",
     "kernel_error_first_order",
+    "kernel_error_crossover",
     "sigma_mean_ratio",
     "denominator_deviation_ms",
     "hermite_coefficients",
@@ -120,6 +121,16 @@ def kernel_error_first_order(n: int, d_k: int, beta: float) -> float:
     returns its square root, ``O(n^{-1/2})`` at fixed ``d_k / n``.
     """
     return math.sqrt(8 * beta**4 * math.expm1(beta**2) ** 2 / d_k + 1.75 * beta**8 * n / d_k**2)
+
+
+def kernel_error_crossover(d_k: float, beta: float) -> float:
+    """The context length at which the two terms of :func:`~gelib.models.kernel_error_first_order` are equal.
+
+    ``8 beta^4 (e^{beta^2} - 1)^2 / d_k = (7/4) beta^8 n / d_k^2`` at
+    ``n = 8 (e^{beta^2} - 1)^2 d_k / (1.75 beta^4)``: at a fixed key width the first term
+    (the key norms) dominates below it, the second (the overlaps, growing with ``n``) above.
+    """
+    return 8 * math.expm1(beta**2) ** 2 * d_k / (1.75 * beta**4)
 
 
 def sigma_mean_ratio(d_k: float, beta: float) -> float:

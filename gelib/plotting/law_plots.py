@@ -21,6 +21,7 @@ __all__ = [
     "chain_figure",
     "law_figure",
     "oracle_figure",
+    "layer_view",
 ]
 
 
@@ -302,4 +303,46 @@ def oracle_figure(oracles: Iterable[Oracle], points: int = 200, every: int = 10)
         ax.set(title=o.name, xlabel="x")
     axes[0, 0].set_ylabel("density")
     axes[0, 0].legend()
+    return fig
+
+
+def layer_view(draw, cfg, shown: int = 64) -> Figure:
+    """The explorer figure of the chapter *The model*: one head's attention and the layer's spectrum.
+
+    ``draw``: one :class:`~gelib.sampling.Draw` of the layer ``cfg`` (an
+    :class:`~gelib.config.AttentionConfig`). Left: the top-left ``shown x shown`` block of head 0's
+    attention matrix, log colour scale (at large ``beta`` each row puts its weight on a few
+    keys). Right: the eigenvalues of ``Y Y^T / n`` (:func:`gelib.spectra.spectrum` of the softmax
+    layer) as a histogram under their limit law (:func:`gelib.attention_law.output_law`, black;
+    :func:`law_histograms`), with lines at the measured mean, the exact mean at this size
+    (``m_1`` times one plus :func:`gelib.models.mha_shift_exact`) and the limit ``m_1``. Returns
+    the figure.
+    """
+    from ..attention_law import output_law
+    from ..models import attention, build, mha_shift_exact, scores
+    from ..spectra import spectrum
+
+    full = np.asarray(attention(scores(draw.q[0], draw.k[0]), cfg.beta), dtype=float)
+    a = full[:shown, :shown]
+    eigs = spectrum(build("mha", draw, cfg))
+    m1 = cfg.first_moment
+    fig, (ax_a, ax_s) = plt.subplots(1, 2, figsize=(10.5, 3.8), layout="constrained", width_ratios=(1, 1.6))
+    im = ax_a.imshow(np.log10(np.maximum(a, 1e-12)), cmap="viridis", vmin=-6, vmax=0)
+    fig.colorbar(im, ax=ax_a, label=r"$\log_{10} A_{ij}$")
+    ax_a.set(xlabel="key $j$", ylabel="query $i$")
+    ax_a.set_title(
+        f"head 0's attention, top-left {a.shape[0]} x {a.shape[1]}\n"
+        f"largest weight in a row: {full.max(axis=1).mean():.2f} on average (uniform: {1 / cfg.n:.2g})",
+        fontsize=8,
+    )
+    law_histograms(ax_s, {"softmax layer": eigs}, output_law(cfg), log=True)
+    for x, style, label in (
+        (float(eigs.mean()), "-", "measured mean"),
+        (m1 * (1 + mha_shift_exact(cfg.n, cfg.d_k, cfg.beta)), "--", "exact mean"),
+        (m1, ":", "limit $m_1$"),
+    ):
+        ax_s.axvline(x, color="grey", ls=style, lw=1, label=f"{label} {x:.3f}")
+    ax_s.legend(fontsize=7)
+    ax_s.set(xlabel=r"eigenvalue of $YY^\top/n$", ylabel=r"density of $\log \lambda$")
+    ax_s.set_title(f"{cfg.describe()}\nthe spectrum of one layer and its limit law (black)", fontsize=8)
     return fig

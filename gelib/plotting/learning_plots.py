@@ -46,6 +46,7 @@ __all__ = [
     "paths_figure",
     "ratio_figure",
     "convergence_figure",
+    "learning_view",
 ]
 
 
@@ -538,4 +539,56 @@ def convergence_figure(results: Sequence[Convergence], note: str) -> Figure:
     ax.set_ylabel("|departure| from the shifted prediction")
     ax.set_title(f"Markers converge to their curves — {note}", fontsize=8)
     ax.legend(fontsize=7)
+    return fig
+
+
+def learning_view(laws, layers: dict[str, AttentionConfig], reading) -> Figure:
+    """The explorer figure of the learning chapters: the limit law of each layer and its learning.
+
+    ``laws``: a :class:`~gelib.learning_markers.LimitLaws` (or any callable giving a layer's
+    :class:`~gelib.freeprob.Law`); ``layers``: ``{label: layer}``; ``reading``: a
+    :class:`~gelib.learning.Reading`. Three panels: the relative training loss ``L(t) / L(0)``
+    with the reading's ``epsilon`` and each arrival time (:func:`gelib.learning.arrival_time`), the
+    coefficient error against time with the reading's horizon (:func:`gelib.learning.coefficient_error`),
+    and the density of each law, log-log (a hard edge at 0, where the density grows like
+    ``lambda^{-1/2}``, is a line of slope -1/2; atoms in the legend). Nothing is sampled: a redraw costs
+    the laws only. Returns the figure.
+    """
+    from ..learning import arrival_time, coefficient_error, training_loss
+
+    fig, (a_loss, a_err, a_law) = plt.subplots(1, 3, figsize=(11.5, 3.5), layout="constrained")
+    t = np.geomspace(1e-2, 10 * reading.horizon, 200)
+    for color, (label, cfg) in zip(COLORS, layers.items()):
+        law = laws(cfg)
+        arrive = arrival_time(law, reading.epsilon)
+        a_loss.loglog(t, training_loss(law, t), color=color, label=f"{label}: arrives at {arrive:.3g}")
+        a_loss.axvline(arrive, color=color, ls=":", lw=1)
+        err = coefficient_error(law, t, cfg.n, cfg.d_o, reading.sigma)
+        at_h = float(coefficient_error(law, reading.horizon, cfg.n, cfg.d_o, reading.sigma)[0])
+        a_err.semilogx(t, err, color=color, label=f"{label}: {at_h:.3g} at $t = {tex_sci(reading.horizon)}$")
+        grid = law.grid(200)
+        grid, dens = grid[grid > 0], law.density(grid[grid > 0])
+        atoms = "".join(f", atom {m:.2g} at {loc:.2g}" for loc, m in law.atoms())
+        a_law.loglog(grid[dens > 0], dens[dens > 0], color=color, label=f"{label}{atoms}")
+    a_loss.axhline(reading.epsilon, color="grey", ls=":", lw=1)
+    a_loss.set_ylim(reading.epsilon / 3, 1.3)
+    a_loss.set(
+        xlabel="training time $t$",
+        ylabel=r"$\mathcal{L}(t)/\mathcal{L}(0)$",
+        title=f"training loss ($\\epsilon = {tex_sci(reading.epsilon)}$)",
+    )
+    a_err.axvline(reading.horizon, color="grey", ls=":", lw=1)
+    a_err.set(
+        xlabel="training time $t$",
+        ylabel="coefficient error",
+        title=f"coefficient error ($\\sigma = {reading.sigma:g}$)",
+    )
+    a_law.set(
+        xlabel=r"eigenvalue $\lambda$ of $YY^\top/n$",
+        ylabel="density",
+        title="limit law (GE), log-log\n" r"(a hard edge at 0: slope $-1/2$)",
+    )
+    for ax in (a_loss, a_err, a_law):
+        ax.legend(fontsize=7)
+        ax.title.set_fontsize(9)
     return fig
