@@ -293,7 +293,9 @@ class Marker:
     whose departure from its own prediction, shrunk by ``(n_half / n) ** rate``,
     corrects the prediction at ``n`` (:attr:`reference`). Without ``half`` the
     reference is the shifted prediction alone (the mean eigenvalue, which the shift
-    predicts exactly).
+    predicts exactly). ``effect``: the relative departure the check must be able to
+    detect for the marker to be tested (:meth:`MarkerTable.tested`), e.g. the gap to the
+    nearest other curve of its panel; ``None``: always tested.
     """
 
     panel: str
@@ -305,6 +307,7 @@ class Marker:
     predicted: float | None = None
     half: HalfSize | None = None
     rate: float = DEPARTURE_RATE
+    effect: float | None = None
 
     @property
     def shifted(self) -> float:
@@ -441,12 +444,14 @@ class MarkerTable:
         per_seed,
         predicted: float | np.ndarray | None = None,
         half: HalfSize | None = None,
+        effect: float | None = None,
     ) -> Summary:
-        """Record a marker: GE value ``ge``, per-seed values ``per_seed``, its prediction and companion;
-        returns the summary of ``per_seed``."""
+        """Record a marker: GE value ``ge``, per-seed values ``per_seed``, its prediction and companion,
+        and the ``effect`` it must resolve (:attr:`Marker.effect`); returns the summary of ``per_seed``."""
         s = summarize(per_seed)
         pred = None if predicted is None else float(predicted)
-        self.markers.append(Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, half, self.rate))
+        eff = None if effect is None else float(effect)
+        self.markers.append(Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, half, self.rate, eff))
         return s
 
     def predict(self, fn: Callable, *cfgs: AttentionConfig) -> tuple[np.ndarray, np.ndarray | None]:
@@ -474,18 +479,26 @@ class MarkerTable:
         ]
 
     def check(
-        self, panel: str, label: str, fn: Callable, cfgs, per_seed, n: int | None = None, half_per_seed=None
+        self,
+        panel: str,
+        label: str,
+        fn: Callable,
+        cfgs,
+        per_seed,
+        n: int | None = None,
+        half_per_seed=None,
+        effect: float | None = None,
     ) -> Summary:
         """Record ``per_seed`` softmax values against ``fn`` on the laws of ``cfgs`` (a layer or a tuple).
 
         ``fn`` takes one law per layer (:meth:`predict`); ``n`` defaults to the
         first layer's; ``half_per_seed``: the same values on the halved layers (:func:`halve`),
-        the companion of the marker.
+        the companion of the marker; ``effect``: :attr:`Marker.effect`.
         """
         cfgs = (cfgs,) if isinstance(cfgs, AttentionConfig) else tuple(cfgs)
         ge, pred = self.predict(fn, *cfgs)
         half = None if half_per_seed is None else self._half(fn, cfgs, half_per_seed)[0]
-        return self.add(panel, label, cfgs[0].n if n is None else n, ge, per_seed, pred, half)
+        return self.add(panel, label, cfgs[0].n if n is None else n, ge, per_seed, pred, half, effect)
 
     def measure(
         self,
@@ -495,14 +508,15 @@ class MarkerTable:
         cfg: AttentionConfig,
         spectra: np.ndarray,
         half_spectra: np.ndarray | None = None,
+        effect: float | None = None,
     ) -> Summary:
         """Record the functional ``fn`` on the laws of ``cfg`` against ``fn`` on each seed's eigenvalues.
 
         ``spectra`` has shape ``(seeds, n)``, ``half_spectra`` those of :func:`halve` of ``cfg``;
-        ``fn`` maps a law or one array of eigenvalues to a number.
+        ``fn`` maps a law or one array of eigenvalues to a number; ``effect``: :attr:`Marker.effect`.
         """
         half = None if half_spectra is None else [fn(x) for x in half_spectra]
-        return self.check(panel, label, fn, cfg, [fn(x) for x in spectra], half_per_seed=half)
+        return self.check(panel, label, fn, cfg, [fn(x) for x in spectra], half_per_seed=half, effect=effect)
 
     def measure_curve(
         self,
@@ -577,14 +591,26 @@ class MarkerTable:
         """``ci_factor * sqrt(ci^2 + reference_ci^2) / |reference|``, relative."""
         return self.ci_factor * float(np.hypot(m.ci, m.reference_ci)) / abs(m.reference)
 
+    def tested(self, m: Marker) -> bool:
+        """Whether the check of ``m`` has the power it needs: no :attr:`Marker.effect`, or a
+        :meth:`tolerance` below it (the check would detect a departure of that size). A marker
+        whose tolerance is not is drawn and listed, "not tested at this scale", and not asserted."""
+        return m.effect is None or self.tolerance(m) < m.effect
+
     def bad(self) -> list[Marker]:
-        """Every marker off its reference (:attr:`Marker.miss` above :meth:`tolerance`): each a failure."""
-        return [m for m in self.markers if m.miss > self.tolerance(m)]
+        """Every tested marker (:meth:`tested`) off its reference (:attr:`Marker.miss` above
+        :meth:`tolerance`): each a failure."""
+        return [m for m in self.markers if self.tested(m) and m.miss > self.tolerance(m)]
+
+    @property
+    def untested(self) -> list[Marker]:
+        """The markers whose check lacks the power its :attr:`Marker.effect` asks for."""
+        return [m for m in self.markers if not self.tested(m)]
 
     @property
     def worst(self) -> float:
-        """The largest ratio of miss to tolerance (at most 1 when every marker passes)."""
-        return max((m.miss / self.tolerance(m) for m in self.markers), default=0.0)
+        """The largest ratio of miss to tolerance over the tested markers (at most 1 when every one passes)."""
+        return max((m.miss / self.tolerance(m) for m in self.markers if self.tested(m)), default=0.0)
 
     @property
     def predicted(self) -> int:
@@ -608,16 +634,18 @@ class MarkerTable:
 
     @property
     def max_tolerance(self) -> float:
-        """The largest relative tolerance (:meth:`tolerance`): the weakest check of the table."""
-        return max((self.tolerance(m) for m in self.markers), default=0.0)
+        """The largest relative tolerance (:meth:`tolerance`) of a tested marker: the weakest check asserted."""
+        return max((self.tolerance(m) for m in self.markers if self.tested(m)), default=0.0)
 
     def summary(self) -> dict:
         """The table in numbers: ``markers`` (count), ``predicted`` (:attr:`predicted`),
         ``corrected`` (:attr:`corrected`), ``worst`` (:attr:`worst`), ``failures``
         (how many :meth:`bad`), ``worst-dev`` (:attr:`max_deviation`, in %),
-        ``worst-miss`` (:attr:`max_miss`, in %) and ``max-tol`` (:attr:`max_tolerance`, in %)."""
+        ``worst-miss`` (:attr:`max_miss`, in %), ``max-tol`` (:attr:`max_tolerance`, in %) and
+        ``untested`` (how many :attr:`untested`)."""
         return {
             "markers": len(self.markers),
+            "untested": len(self.untested),
             "predicted": self.predicted,
             "corrected": self.corrected,
             "worst": float(self.worst),
@@ -642,7 +670,10 @@ class MarkerTable:
                 if m.half is None
                 else f"{100 * m.half.departure:+.2f} % ± {100 * m.half.ci / abs(m.half.reference):.2f}"
             )
-            verdict = "passes" if m.miss <= self.tolerance(m) else "FAILS"
+            if m.effect is not None and not self.tested(m):
+                verdict = f"not tested at this scale (needs < {100 * m.effect:.3g} %)"
+            else:
+                verdict = "passes" if m.miss <= self.tolerance(m) else "FAILS"
             rows.append(
                 f"| {m.panel} | {m.label} | {m.n} | {m.ge:.4g} | {pred} | {half} | {m.reference:.4g} | "
                 f"{m.mean:.4g} ± {m.ci:.2g} | {100 * m.miss:.2f} % | {100 * self.tolerance(m):.2f} % | {verdict} |"

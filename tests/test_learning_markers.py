@@ -171,6 +171,7 @@ def test_marker_table_rule_against_the_prediction():
     assert t.predicted == 2 and t.corrected == 1 and t.max_miss == pytest.approx(0.09)
     assert t.summary() == {
         "markers": 4,
+        "untested": 0,
         "predicted": 2,
         "corrected": 1,
         "worst": t.worst,
@@ -184,6 +185,16 @@ def test_marker_table_rule_against_the_prediction():
     assert rows[3][5] == "+8.00 % ± 1.00" and rows[3][6] == "1.04"
     assert [r[-1] for r in rows] == ["passes", "passes", "FAILS", "passes"]
     assert len(t) == 4
+    # power: a marker must resolve its effect to be tested. The same values 9 % off, with a
+    # tolerance of about 0.23 %: tested against a 5 % effect (it fails), not against a 0.1 % one
+    tol = t.tolerance(m2)
+    t.add("b", "powered", 400, 1.0, [1.09, 1.091, 1.089], effect=0.05)
+    t.add("b", "unpowered", 400, 1.0, [1.09, 1.091, 1.089], effect=tol / 2)
+    m4, m5 = t.markers[4:]
+    assert t.tested(m4) and not t.tested(m5) and t.untested == [m5]
+    assert t.bad() == [m2, m4] and t.summary()["untested"] == 1 and t.summary()["failures"] == 2
+    assert t.max_tolerance == max(t.tolerance(m) for m in t.markers[:5])  # the untested one left out
+    assert table_cells(t.markdown())[5][-1] == f"not tested at this scale (needs < {100 * tol / 2:.3g} %)"
 
 
 def test_measure_mean_needs_no_companion_where_the_shift_is_exact():
