@@ -550,9 +550,9 @@ def learning_view(laws, layers: dict[str, AttentionConfig], reading) -> Figure:
     :class:`~gelib.learning.Reading`. Three panels: the relative training loss ``L(t) / L(0)``
     with the reading's ``epsilon`` and each arrival time (:func:`gelib.learning.arrival_time`), the
     coefficient error against time with the reading's horizon (:func:`gelib.learning.coefficient_error`),
-    and the density of each law, log-log (a hard edge at 0, where the density grows like
-    ``lambda^{-1/2}``, is a line of slope -1/2; atoms in the legend). Nothing is sampled: a redraw costs
-    the laws only. Returns the figure.
+    and the density of each law, log-log (a hard edge at 0 is a straight line: slope -1/2 where the
+    two smallest of ``n``, ``h d_V`` and ``d_O`` coincide, -2/3 where all three do; atoms in the
+    legend). Nothing is sampled: a redraw costs the laws only. Returns the figure.
     """
     from ..learning import arrival_time, coefficient_error, training_loss
 
@@ -586,7 +586,7 @@ def learning_view(laws, layers: dict[str, AttentionConfig], reading) -> Figure:
     a_law.set(
         xlabel=r"eigenvalue $\lambda$ of $YY^\top/n$",
         ylabel="density",
-        title="limit law (GE), log-log\n" r"(a hard edge at 0: slope $-1/2$)",
+        title="limit law (GE), log-log; a hard edge at 0\n" r"has slope $-1/2$ ($-2/3$ if $n = h d_V = d_O$)",
     )
     for ax in (a_loss, a_err, a_law):
         ax.legend(fontsize=7)
