@@ -236,8 +236,8 @@ def compilation_cache_env(root: str | Path, environ: dict | None = None) -> dict
 
     At the CPU scales most of a chapter's time is XLA compiling (a chapter at the
     default scale ran in 58 s with an empty cache and 33 s with a full one), and
-    the chapters compile many of the same functions at the same shapes: a build at
-    the default scale with the cache took 499 s of chapters against about 605 s.
+    the chapters compile many of the same functions at the same shapes, so even a
+    first build, which starts with an empty cache, gains.
     Every compilation is cached (no minimum compile time); the cache keeps at most
     :data:`COMPILATION_CACHE_BYTES`, dropping the least recently used entries under
     a file lock that the concurrent kernels share (with ``filelock`` installed, as
