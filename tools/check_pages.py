@@ -513,11 +513,12 @@ def check_dark(book: Book, page: Path, dom: Dom, seen: dict) -> list[tuple[str, 
     """The ``dark`` findings for one page's figures (``seen``: verdicts by image, shared across pages)."""
     out = []
     for src in dom.imgs:
-        if src in seen:
-            problem = seen[src]
+        key = src if src.startswith("data:") else (page.parent.resolve(), src)  # a relative src is the page's
+        if key in seen:
+            problem = seen[key]
         else:
             data = image_bytes(book, page, src)
-            problem = seen[src] = None if data is None else figure_problem(data)
+            problem = seen[key] = None if data is None else figure_problem(data)
         if problem:
             name = "a slider frame (data: PNG)" if src.startswith("data:") else src
             out.append(("dark", f"{name}: {problem}"))
