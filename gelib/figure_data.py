@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -37,16 +38,23 @@ from typing import Any
 
 import jax
 import numpy as np
+import scipy.optimize
 
 from .config import AttentionConfig
 from .learning import (
     TABLE_D1_READING,
     Reading,
+    arrival_teacher_std,
     arrival_time,
     coefficient_error,
+    consistent_seeds,
     error_map_grid,
+    error_teacher_std,
     fixed_budget_path,
     fixed_output_path,
+    level_crossings,
+    loss_teacher_std,
+    seed_bar,
     shared_widths,
     shrink,
     training_loss,
@@ -60,12 +68,17 @@ __all__ = [
     "PANELS",
     "d1_layer",
     "panel",
+    "MARKER_BETAS",
     "marker_layers",
     "marker_layer_set",
     "marker_seconds",
     "add_simulated_markers",
     "add_markers",
     "table_d1_comparison",
+    "D1_BETA_BRACKET",
+    "d1_temperature",
+    "teacher_bars",
+    "teacher_glue",
     "to_rows",
     "write_csv",
 ]
@@ -253,9 +266,11 @@ def panel(
     }
 
 
-#: The inverse temperatures of 2(d)'s markers: the softmax layer's first-moment shift grows like
-#: ``e^{2 beta^2} / n``, so the markers stop at ``beta = 1`` below Table D.3's size.
-MARKER_BETAS = (0.5, 0.75, 1.0)
+#: The inverse temperatures of 2(d)'s markers besides Table D.1's, which is always marked
+#: (:func:`d1_temperature`), as the chapter's default scale draws them. The softmax layer's
+#: first-moment shift grows like ``e^{2 beta^2} / n``, so the markers stop at ``beta = 1`` below
+#: Table D.3's size.
+MARKER_BETAS = (0.25, 0.75, 1.0)
 
 
 def marker_layers(name: str, n: int) -> list[tuple[str, list[tuple[float, tuple[AttentionConfig, ...]]]]]:
@@ -263,9 +278,11 @@ def marker_layers(name: str, n: int) -> list[tuple[str, list[tuple[float, tuple[
 
     Learning panels as the chapters simulate them: Table D.3's layers shrunk by
     ``s = n / 4096`` (:func:`gelib.learning.shrink`: head counts and widths ``n``, ``d``,
-    ``d_O`` times ``s``, head widths kept; 2(d) at ``2n``), each point drawn at the table's
+    ``d_O`` times ``s``, head widths kept; 2(d) at ``2n``, at :data:`MARKER_BETAS` and at Table
+    D.1's temperature, :func:`d1_temperature`), each point drawn at the table's
     ``x`` (``h / s``, ``h_KV / s``), where the shrunk layer is representable (integer head
-    counts); 3(b) keeps ``h`` and every ratio (``d_K = n / (2h)``), drawn where ``d_K >= 32``;
+    counts); 3(b) keeps ``h`` and every ratio (``d_K = n / (2h)``), drawn where ``d_K / 2 >= 32`` (its
+    half-size companion's too, :func:`gelib.learning_markers.halve`);
     Figure D.1 at ``n`` itself. Series as in :data:`PANELS`: ``(label, [(x, layers)])``.
     Raises :class:`ValueError` for 2(b) (the map is the limit law only) and for an ``n``
     that is not ``4096 / 2^k``.
@@ -286,7 +303,7 @@ def marker_layers(name: str, n: int) -> list[tuple[str, list[tuple[float, tuple[
                 [
                     (h, (c.replace(n=n, d=2 * n, d_k=n // (2 * h), d_v=n // (2 * h), d_o=n // 2),))
                     for h, (c,) in pts
-                    if n // (2 * h) >= 32
+                    if n // (4 * h) >= 32
                 ],
             )
             for label, pts in _series_3b()
@@ -307,7 +324,7 @@ def marker_layers(name: str, n: int) -> list[tuple[str, list[tuple[float, tuple[
             ("fixed widths (d_K = d_V = 64)", [(g / s, (base.replace(h_kv=g),)) for g in groups]),
             ("fixed parameter count (widths grow)", [(p.cfg.h_kv / s, (p.cfg,)) for p in shared_widths(base, groups)]),
         ]
-    args = {"2d": (MARKER_BETAS,)}.get(name, ())
+    args = {"2d": (sorted({*MARKER_BETAS, d1_temperature()}),)}.get(name, ())
     out = []
     for label, pts in PANELS[name].series(*args):
         keep = []
@@ -413,6 +430,163 @@ def table_d1_comparison(data: dict[str, Any]) -> dict[str, float]:
         "hw": row["half_width"],
         "rel": 100 * row["half_width"] / row["value"],
         "ours": 100 * max(c / abs(y) for s in bars for y, c in zip(s["y"], s["ci95"])),
+    }
+
+
+#: The bracket in ``beta`` where Figure 2(d)'s GE ratio meets Table D.1's value, searched by
+#: :func:`d1_temperature` (the book's panel (d) finds one crossing in ``[0.25, 2.5]``, below
+#: ``beta = 0.5``).
+D1_BETA_BRACKET = (0.25, 0.5)
+
+
+def d1_temperature(laws: LimitLaws | None = None, reading: Reading = TABLE_D1_READING, xtol: float = 1e-6) -> float:
+    """The inverse temperature at which Figure 2(d)'s GE ratio takes Table D.1's value.
+
+    The root of ``log(ratio(beta) / value)`` in :data:`D1_BETA_BRACKET` by Brent's method on the
+    exact GE ratio at Table D.3's dimensions (``ratio``: the coefficient errors of
+    ``(d_K, d_V) = (64, 192)`` over ``(128, 128)``, read as ``reading`` says); ``laws``: a
+    :class:`~gelib.learning_markers.LimitLaws` cache to share.
+    """
+    laws = LimitLaws(1e-9) if laws is None else laws
+    (value,) = (row.value for row in TABLE_D1 if row.panel == "2d")
+
+    def err(c: AttentionConfig) -> float:
+        return float(coefficient_error(laws(c), reading.horizon, c.n, c.d_o, reading.sigma)[0])
+
+    return float(
+        scipy.optimize.brentq(
+            lambda b: math.log(err(_ratio_pair(b)[0]) / err(_ratio_pair(b)[1]) / value), *D1_BETA_BRACKET, xtol=xtol
+        )
+    )
+
+
+def _seed_ranges(seeds: Sequence[int]) -> str:
+    """Seed counts as ranges; ``"none"`` for no seed count.
+
+    >>> _seed_ranges([2, 3, 4, 7]), _seed_ranges([])
+    ('2-4, 7', 'none')
+    """
+    runs: list[list[int]] = []
+    for s in seeds:
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs) or "none"
+
+
+def _teacher_points(name: str, value: float, laws: LimitLaws, reading: Reading) -> list[tuple[str, float]]:
+    """``(point, relative spread of one teacher draw)`` at the GE points of a panel that take ``value``."""
+    T, sigma = reading.horizon, reading.sigma
+
+    def err(c: AttentionConfig) -> float:
+        return float(coefficient_error(laws(c), T, c.n, c.d_o, sigma)[0])
+
+    def err_sd(c: AttentionConfig) -> float:
+        return error_teacher_std(laws(c), T, c.n, c.d_o, sigma) / err(c)
+
+    if name == "2a":
+        out = []
+        for _, ((_, (c,)),) in _series_2a():
+            t = arrival_time(laws(c), value)
+            out.append((f"h = {c.h}, t = {t:.3g}", float(loss_teacher_std(laws(c), t, c.n)[0])))
+        return out
+    if name == "2c":  # the fixed-budget path, at the head counts on either side of each crossing
+        coarse = fixed_budget_path(_layer(32, 36864), range(32, 121, 4))
+        hs = [p.cfg.h for p in coarse]
+        brackets = level_crossings(hs, [err(p.cfg) for p in coarse], value)
+        near = {h for lo, hi in brackets for h in range(int(lo), int(hi) + 1)}
+        fine = fixed_budget_path(_layer(32, 36864), sorted(near))
+        errs = [err(p.cfg) for p in fine]
+        pick = {i + k for i in range(len(fine) - 1) if (errs[i] - value) * (errs[i + 1] - value) < 0 for k in (0, 1)}
+        return [(f"h = {fine[i].cfg.h}, d_O = {fine[i].cfg.d_o}", err_sd(fine[i].cfg)) for i in sorted(pick)]
+    if name == "2d":  # independent teachers for the two layers: relative variances add
+        beta = d1_temperature(laws)  # Table D.1's point, found under its own reading
+        low, high = (err_sd(c) for c in _ratio_pair(beta))
+        return [(f"beta = {beta:.4f}", math.hypot(low, high))]
+    if name == "3a":  # both rows on the unshared layer
+        c = _layer(64, 8192)
+        return [(f"unshared layer (h_KV = {c.h_kv})", arrival_teacher_std(laws(c), reading.epsilon, c.n))]
+    if name == "3b":  # the GQA layer closest to the value
+        gqa = [cs[0] for _, cs in _series_3b()[0][1]]
+        c = min(gqa, key=lambda c: abs(err(c) - value))
+        return [(f"GQA, h = {c.h}", err_sd(c))]
+    raise ValueError(f"panel {name!r} has no Table D.1 row")
+
+
+def teacher_bars(
+    laws: LimitLaws | None = None,
+    reading: Reading = TABLE_D1_READING,
+    seeds: int = 3,
+    max_seeds: int = 20,
+    panels: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Each Table D.1 row beside the bar that one fresh teacher per seed would give there.
+
+    The book averages the teacher out exactly (:func:`gelib.learning.coefficient_error`), so its
+    bars are the spread over softmax layers, ``O(1 / n)`` for a smooth spectral functional. If
+    the paper drew one teacher (and one noise) per seed, its bars also carry the teacher's
+    spread, ``O(n^{-1/2})``: :func:`~gelib.learning.loss_teacher_std`,
+    :func:`~gelib.learning.error_teacher_std` and :func:`~gelib.learning.arrival_teacher_std`
+    on the limit laws at Table D.3's dimensions, at the GE points that take the row's value
+    (2(a): each head count, at the time its loss takes it; 2(c): the fixed-budget layers on
+    either side of each crossing; 2(d): :func:`d1_temperature`, the two layers' teachers
+    independent; 3(a): the unshared layer; 3(b): the GQA layer closest to it).
+
+    One dict per row: ``name`` (the panel, ``-1``, ``-2`` added where a panel has two rows),
+    ``panel``, ``quantity``, Table D.1's ``value``, ``half_width`` and ``relative`` (%), ``points``
+    (``[(point, spread in %)]``), ``std`` (the largest spread, %), ``bar``, ``lo`` and ``hi``
+    (:func:`~gelib.learning.seed_bar` of that spread with ``seeds`` seeds, %) and ``seeds``:
+    the seed counts up to ``max_seeds`` at which Table D.1's bar is a likely draw
+    (:func:`~gelib.learning.consistent_seeds`, over every point), as text (``"2-4"``, or
+    ``"none"``), ``fits``: whether ``seeds`` is one of them, and ``needs``: about how many seeds
+    a mean over fresh teachers needs for a bar as small as Table D.1's,
+    ``(1.96 std / relative)^2`` (the normal quantile: many seeds). ``panels``: the rows of these
+    panels only (default: every row). :func:`teacher_glue` flattens the rows for a chapter.
+    """
+    laws = LimitLaws(1e-9) if laws is None else laws
+    out = []
+    for row in TABLE_D1:
+        if panels is not None and row.panel not in panels:
+            continue
+        points = _teacher_points(row.panel, row.value, laws, reading)
+        sd = max(v for _, v in points)
+        bar, lo, hi = seed_bar(sd, seeds)
+        fits = consistent_seeds(row.relative / 100, [v for _, v in points], max_seeds)
+        twins = [r for r in TABLE_D1 if r.panel == row.panel]
+        name = row.panel if len(twins) == 1 else f"{row.panel}-{twins.index(row) + 1}"
+        out.append(
+            {
+                "name": name,
+                "panel": row.panel,
+                "quantity": row.quantity,
+                "value": row.value,
+                "half_width": row.absolute,
+                "relative": row.relative,
+                "points": [(p, 100 * v) for p, v in points],
+                "std": 100 * sd,
+                "bar": 100 * bar,
+                "lo": 100 * lo,
+                "hi": 100 * hi,
+                "seeds": _seed_ranges(fits),
+                "fits": seeds in fits,
+                "needs": math.ceil((1.959964 * sd / (row.relative / 100)) ** 2),
+            }
+        )
+    return out
+
+
+def teacher_glue(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The rows of :func:`teacher_bars` as flat values for a chapter's glue: Table D.1's row as
+    ``{name}-d1`` (value), ``{name}-hw`` (half-width) and ``{name}-rel`` (%), and ``{name}-t{key}``
+    for the keys ``std``, ``bar``, ``lo``, ``hi``, ``seeds`` and ``needs`` (e.g. ``3b-tbar``)."""
+    keys = ("std", "bar", "lo", "hi", "seeds", "needs")
+    return {
+        k: v
+        for r in rows
+        for k, v in [(f"{r['name']}-d1", r["value"]), (f"{r['name']}-hw", r["half_width"])]
+        + [(f"{r['name']}-rel", r["relative"])]
+        + [(f"{r['name']}-t{k}", r[k]) for k in keys]
     }
 
 

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.interpolate
 import scipy.optimize
+import scipy.stats
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig, ConfigError
@@ -60,6 +61,14 @@ __all__ = [
     "initial_rate",
     "coefficient_error",
     "arrival_time",
+    "edge_coefficient",
+    "edge_loss",
+    "edge_noise",
+    "loss_teacher_std",
+    "error_teacher_std",
+    "arrival_teacher_std",
+    "seed_bar",
+    "consistent_seeds",
     "n_params",
     "fixed_output_path",
     "fixed_budget_path",
@@ -230,6 +239,138 @@ def arrival_time(mu: ArrayLike | Law, epsilon: float = 0.1, t_max: float | None 
         while excess(lo) <= 0:
             lo, hi = lo - step, lo
     return math.exp(scipy.optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-14))
+
+
+# --- the hard edge at 0: the width boundaries' asymptotics -----------------------------
+
+
+def edge_coefficient(law: Law, depth: float = 1e-12) -> float:
+    """``c = lim_{l -> 0} rho(l) sqrt(l)``: the hard edge at 0 of a law on a width boundary.
+
+    On a width boundary (:func:`on_width_boundary`) the density of the law of ``Y Y^T / n`` is
+    ``c l^{-1/2} (1 + O(l))`` next to 0; ``c`` is read from the density at ``depth`` times the
+    right end of the support component at 0, where the ``O(l)`` term is below ``depth`` relative.
+    Raises :class:`ValueError` for a law whose support does not reach 0 (no hard edge).
+    """
+    lo, hi = law.edges()[0]
+    if lo > 0:
+        raise ValueError(f"the support starts at {lo:g} > 0: no hard edge at 0")
+    x = depth * hi
+    return float(law.density(np.array([x]))[0]) * math.sqrt(x)
+
+
+def edge_loss(law: Law, t: ArrayLike) -> np.ndarray:
+    """The relative training loss at large ``t`` on a hard edge: ``c sqrt(pi) / (2 m_1 (2t)^{3/2})``.
+
+    From ``L(t) / L(0) = int l e^{-2tl} dmu / m_1`` with ``rho(l) = c l^{-1/2}`` near 0
+    (:func:`edge_coefficient`): ``(c / m_1) int_0^inf l^{1/2} e^{-2tl} dl``. The relative
+    error against :func:`training_loss` is ``O(1 / t)`` (the next term of the density).
+    """
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    return edge_coefficient(law) * math.sqrt(math.pi) / (2 * law.moments(1)[0] * (2 * t) ** 1.5)
+
+
+def edge_noise(law: Law, t: ArrayLike, sigma: float) -> np.ndarray:
+    """The coefficient error's noise term at large ``t`` on a hard edge: ``2 sqrt(pi) (2 - sqrt 2) c sigma^2 sqrt(t)``.
+
+    From ``sigma^2 int (1 - e^{-tl})^2 / l dmu`` with ``rho(l) = c l^{-1/2}`` near 0
+    (:func:`edge_coefficient`; substitute ``u = tl`` and integrate by parts once). The rest of
+    the spectrum adds a bounded amount, so the relative error against :func:`coefficient_error`'s
+    noise term is ``O(t^{-1/2})``.
+    """
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    return 2 * math.sqrt(math.pi) * (2 - math.sqrt(2)) * edge_coefficient(law) * sigma**2 * np.sqrt(t)
+
+
+# --- one teacher per seed: the spread of a single draw --------------------------------
+
+
+def loss_teacher_std(mu: ArrayLike | Law, t: ArrayLike, n: int) -> np.ndarray:
+    """The relative spread of one teacher's relative training loss, over the teacher (``sigma = 0``).
+
+    For one teacher ``theta*`` the relative loss is ``A / B`` with ``A = sum_i l_i e^{-2 t l_i} z_i^2``
+    and ``B = sum_i l_i z_i^2`` over the ``n`` eigenvalues ``l_i`` of ``Y Y^T / n``, ``z_i`` i.i.d.
+    standard normal (the teacher's coordinates in the eigenbasis). To leading order in ``1 / n``
+    (the delta method) its standard deviation over the teacher, relative to its mean, is
+    ``sqrt((2 / n) (I[a^2] / I[a]^2 + I[b^2] / I[b]^2 - 2 I[ab] / (I[a] I[b])))`` with
+    ``a = l e^{-2tl}``, ``b = l`` and ``I`` the integral against the law ``mu`` (:func:`expect`):
+    ``O(n^{-1/2})``, where the spread over softmax layers of a smooth spectral functional is
+    ``O(1 / n)``. ``mu``, ``t`` and the shape of the result as in :func:`training_loss`.
+    """
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+
+    def phi(x):
+        a = x * np.exp(-2 * t[:, None] * x)
+        return np.stack([a, a * a, a * x, np.broadcast_to(x, a.shape), np.broadcast_to(x * x, a.shape)])
+
+    ia, iaa, iab, ib, ibb = expect(mu, phi, phi0=np.zeros((5, t.size)))
+    return np.sqrt(2 / n * np.maximum(iaa / ia**2 + ibb / ib**2 - 2 * iab / (ia * ib), 0.0))
+
+
+def error_teacher_std(mu: ArrayLike | Law, t: float, n: int, d_o: int, sigma: float = 0.0) -> float:
+    """The standard deviation of one draw's coefficient error ``||theta(t) - theta*||^2``, exactly.
+
+    Over one teacher ``theta* ~ N(0, I / d_o)`` and one noise draw, on the features whose
+    ``Y Y^T / n`` has the law (or eigenvalues) ``mu``; normalised as :func:`coefficient_error`
+    (``E ||theta*||^2 = 1``). In the eigenbasis of ``H = Y^T Y / n`` the ``d_o`` coordinates of
+    ``theta(t) - theta*`` are independent centred normals of variances
+    ``v(l) = e^{-2tl} / d_o + sigma^2 (1 - e^{-tl})^2 / (n l)`` (``1 / d_o`` at ``l = 0``), so the
+    error is ``sum_j v_j chi^2_1`` with mean :func:`coefficient_error` and variance
+    ``2 sum_j v_j^2 = 2 (n I[v^2] + (d_o - n) / d_o^2)`` (``I``: the integral against ``mu``; the
+    last term counts the zeros of ``H`` beyond ``G``'s, as in :func:`coefficient_error`).
+    """
+    t = float(t)
+
+    def v(x):
+        decay = np.exp(-2 * t * x) if math.isfinite(t) else np.zeros_like(x)
+        gain = -np.expm1(-t * x) if math.isfinite(t) else np.ones_like(x)
+        return decay / d_o + sigma**2 * gain**2 / (n * x)
+
+    iv2 = float(expect(mu, lambda x: v(x) ** 2, phi0=1.0 / d_o**2))
+    return math.sqrt(2 * max(n * iv2 + (d_o - n) / d_o**2, 0.0))
+
+
+def arrival_teacher_std(mu: ArrayLike | Law, epsilon: float, n: int) -> float:
+    """The relative spread of one teacher's arrival time, to leading order in ``1 / n``.
+
+    A teacher moves its loss curve by ``delta R`` (:func:`loss_teacher_std`); at the arrival
+    time ``t_eps`` (:func:`arrival_time`) this moves the crossing by ``delta R / |R'(t_eps)|``,
+    with ``R'(t) = -2 I[l^2 e^{-2tl}] / I[l]`` exactly. Returns that standard deviation over
+    ``t_eps``.
+    """
+    t = arrival_time(mu, epsilon)
+    slope = 2 * float(expect(mu, lambda x: x * x * np.exp(-2 * t * x), phi0=0.0)) / float(expect(mu, lambda x: x, 0.0))
+    return float(loss_teacher_std(mu, t, n)[0]) * epsilon / (slope * t)
+
+
+def seed_bar(relative_std: float, seeds: int, level: float = 0.95) -> tuple[float, float, float]:
+    """The 95 % Student-t half-width of a mean over ``seeds`` draws of relative spread ``relative_std``.
+
+    Returns ``(half, lo, hi)``: ``half = t_{0.975, seeds - 1} relative_std / sqrt(seeds)``, the
+    half-width at the true spread, and the range in which the half-width computed from the
+    draws' sample standard deviation falls with probability ``level`` (normal draws: the sample
+    variance is ``relative_std^2 chi^2_{seeds-1} / (seeds - 1)``).
+    """
+    if seeds < 2:
+        raise ValueError(f"a 95 % interval over seeds needs at least 2 seeds, got {seeds}")
+    k = seeds - 1
+    half = float(scipy.stats.t.ppf(0.975, k)) * relative_std / math.sqrt(seeds)
+    lo, hi = (math.sqrt(float(scipy.stats.chi2.ppf(q, k)) / k) for q in ((1 - level) / 2, (1 + level) / 2))
+    return half, half * lo, half * hi
+
+
+def consistent_seeds(relative_bar: float, relative_stds: Iterable[float], max_seeds: int = 20) -> list[int]:
+    """The seed counts ``2 .. max_seeds`` at which a bar of ``relative_bar`` is a likely draw.
+
+    A count is listed when ``relative_bar`` lies inside the 95 % range of :func:`seed_bar` for at
+    least one of ``relative_stds`` (the spread at each candidate point of a panel).
+    """
+    stds = list(relative_stds)
+    return [
+        s
+        for s in range(2, max_seeds + 1)
+        if any(lo <= relative_bar <= hi for _, lo, hi in (seed_bar(sd, s) for sd in stds))
+    ]
 
 
 # --- the reading of the paper's Table D.1 -----------------------------------------------

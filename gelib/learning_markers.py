@@ -23,6 +23,7 @@ every marker against its curve:
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
@@ -48,10 +49,12 @@ __all__ = [
     "plan_note",
     "LimitLaws",
     "SoftmaxSpectra",
+    "at_size",
     "halve",
     "DEPARTURE_RATE",
     "HalfSize",
     "Marker",
+    "ShrinkRate",
     "MarkerTable",
     "Convergence",
     "convergence",
@@ -235,20 +238,27 @@ def predicted_shift(cfg: AttentionConfig) -> float | None:
     return first_moment_bias("mha", cfg)
 
 
-def halve(cfg: AttentionConfig) -> AttentionConfig:
-    """The layer at half the size with the same ratios: ``n``, ``d``, ``d_K``, ``d_V``, ``d_O`` halved.
+def at_size(cfg: AttentionConfig, n: int) -> AttentionConfig:
+    """The layer at context length ``n`` with ``cfg``'s ratios: ``d``, ``d_K``, ``d_V``, ``d_O`` times ``n / cfg.n``.
 
     The head counts ``h`` and ``h_KV`` and ``beta`` stay, so every ratio the limit law
-    depends on (:func:`law_parameters`) stays too, up to the rounding of an odd width
-    (to the nearest integer, at least 1). ``n`` must be even.
+    depends on (:func:`law_parameters`) stays too, up to the rounding of a width that the
+    factor does not divide (to the nearest integer, at least 1).
     """
+    if n < 1:
+        raise ValueError(f"n = {n}: a layer needs at least one token")
+
+    def scaled(v: int) -> int:
+        return max(1, round(v * n / cfg.n))
+
+    return cfg.replace(n=n, d=scaled(cfg.d), d_k=scaled(cfg.d_k), d_v=scaled(cfg.d_v), d_o=scaled(cfg.d_o))
+
+
+def halve(cfg: AttentionConfig) -> AttentionConfig:
+    """The layer at half the size with the same ratios (:func:`at_size` at ``n / 2``); ``n`` must be even."""
     if cfg.n % 2:
         raise ValueError(f"n = {cfg.n} is odd: no layer of half the size has the same ratios")
-
-    def half(v: int) -> int:
-        return max(1, round(v / 2))
-
-    return cfg.replace(n=cfg.n // 2, d=half(cfg.d), d_k=half(cfg.d_k), d_v=half(cfg.d_v), d_o=half(cfg.d_o))
+    return at_size(cfg, cfg.n // 2)
 
 
 #: The order in ``1 / n`` of the softmax layer's departure from its limit law at fixed ratios
@@ -308,6 +318,7 @@ class Marker:
     half: HalfSize | None = None
     rate: float = DEPARTURE_RATE
     effect: float | None = None
+    layers: tuple = ()
 
     @property
     def shifted(self) -> float:
@@ -332,6 +343,11 @@ class Marker:
         if self.half is None:
             return 0.0
         return abs(self.shifted) * self.half.ci / abs(self.half.reference) * self._carry
+
+    @property
+    def departure(self) -> float:
+        """``mean / shifted - 1``: the relative departure from the shifted prediction at ``n``, uncorrected."""
+        return self.mean / self.shifted - 1
 
     @property
     def deviation(self) -> float:
@@ -414,6 +430,77 @@ def convergence(
     return Convergence(label, tuple(int(n) for n in ns), tuple(departures), slope, ci)
 
 
+@dataclasses.dataclass(frozen=True)
+class ShrinkRate:
+    """How much the markers' departures shrank from their companions' size to theirs, pooled by layer.
+
+    The half-size correction carries a departure ``delta`` at ``n / 2`` to ``n`` as
+    ``delta / 2^rate``, so an error that does not shrink would show only half of itself in each
+    marker's miss; this measures the shrinking itself. Per simulated layer (markers of one layer
+    share its seeds), the mean departure at ``n / 2`` (:attr:`HalfSize.departure`) and at ``n``
+    (:attr:`Marker.departure`) over its markers with a companion; over the ``layers`` layers,
+    ``half`` (the mean at ``n / 2``) with its Student-t 95 % half-width ``half_ci``, and ``ratio``,
+    the sum of the departures at ``n`` over the sum at ``n / 2``, with its 95 % half-width
+    ``ci95`` (delta method, from the layers' spread: ``nan`` below three layers). ``expected``:
+    ``2^-rate`` (1/2 for :data:`DEPARTURE_RATE`); an error that does not shrink gives 1.
+    """
+
+    layers: int
+    markers: int
+    half: float
+    half_ci: float
+    ratio: float
+    ci95: float
+    expected: float = 2.0**-DEPARTURE_RATE
+
+    #: The fewest layers for a verdict, see :attr:`asserted`.
+    MIN_LAYERS = 3
+
+    @property
+    def resolved(self) -> bool:
+        """Enough layers (:attr:`MIN_LAYERS`) and a departure at ``n / 2`` resolved from 0: something to shrink."""
+        return self.layers >= self.MIN_LAYERS and abs(self.half) > self.half_ci
+
+    @property
+    def asserted(self) -> bool:
+        """:attr:`resolved`, and an interval narrow enough to tell ``expected`` from 1 (``ci95`` below half
+        their distance): only then can the check fail for an error that does not shrink."""
+        return self.resolved and self.ci95 < abs(1 - self.expected) / 2
+
+    @property
+    def consistent(self) -> bool:
+        """:attr:`ratio` within twice its 95 % half-width of ``expected`` (the book's rule), and 1 (no
+        shrinking) above its 95 % interval."""
+        return abs(self.ratio - self.expected) <= 2 * self.ci95 and self.ratio + self.ci95 < 1
+
+    def describe(self) -> str:
+        """The result in words, for a chapter's prose.
+
+        >>> ShrinkRate(0, 0, math.nan, math.nan, math.nan, math.nan).describe()
+        'not measured: no marker has a half-size companion at this scale'
+        """
+        if self.layers == 0:
+            return "not measured: no marker has a half-size companion at this scale"
+        if self.layers < self.MIN_LAYERS:
+            plural = "s" if self.layers > 1 else ""
+            return f"not asserted: {self.layers} layer{plural} with a companion (at least {self.MIN_LAYERS} needed)"
+        if not self.resolved:
+            return (
+                f"not asserted: the departures at n/2, {100 * self.half:+.1f} % ± {100 * self.half_ci:.1f} "
+                f"over {self.layers} layers, are not resolved from 0"
+            )
+        if not self.asserted:
+            return (
+                f"not asserted: at n, {self.ratio:.2f} ± {self.ci95:.2f} of the departure at n/2 over "
+                f"{self.layers} layers, too wide to tell {self.expected:g} from 1"
+            )
+        return (
+            f"at n, {self.ratio:.2f} ± {self.ci95:.2f} of the departure at n/2 ({100 * self.half:+.1f} % ± "
+            f"{100 * self.half_ci:.1f}; {self.expected:g} predicted, 1 if it did not shrink), over {self.layers} "
+            "layers: asserted"
+        )
+
+
 class MarkerTable:
     """Markers (softmax layers, mean over seeds) against their finite-size predictions, with one rule.
 
@@ -427,8 +514,10 @@ class MarkerTable:
     when ``|mean - reference| <= ci_factor * sqrt(ci^2 + ci_ref^2)``: ``ci`` the
     seed-to-seed 95 % interval at ``n``, ``ci_ref`` the one the companion's seeds
     put on the reference (:attr:`Marker.reference_ci`); ``ci_factor`` is 2 as
-    everywhere in the book. Every marker is asserted (:meth:`bad`); the mean
-    eigenvalue of an untied layer needs no companion (the shift is exact).
+    everywhere in the book. Every marker is asserted (:meth:`bad`), and so is the rate
+    at which the departures shrink, pooled over the layers that resolve them
+    (:meth:`shrink_rate`; both in :meth:`verify`); the mean eigenvalue of an untied
+    layer needs no companion (the shift is exact).
     """
 
     def __init__(self, laws: LimitLaws, ci_factor: float = 2.0, rate: float = DEPARTURE_RATE):
@@ -445,13 +534,17 @@ class MarkerTable:
         predicted: float | np.ndarray | None = None,
         half: HalfSize | None = None,
         effect: float | None = None,
+        layers: Sequence[AttentionConfig] = (),
     ) -> Summary:
         """Record a marker: GE value ``ge``, per-seed values ``per_seed``, its prediction and companion,
-        and the ``effect`` it must resolve (:attr:`Marker.effect`); returns the summary of ``per_seed``."""
+        the ``effect`` it must resolve (:attr:`Marker.effect`) and the softmax ``layers`` it was measured
+        on; returns the summary of ``per_seed``."""
         s = summarize(per_seed)
         pred = None if predicted is None else float(predicted)
         eff = None if effect is None else float(effect)
-        self.markers.append(Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, half, self.rate, eff))
+        self.markers.append(
+            Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, half, self.rate, eff, tuple(layers))
+        )
         return s
 
     def predict(self, fn: Callable, *cfgs: AttentionConfig) -> tuple[np.ndarray, np.ndarray | None]:
@@ -498,7 +591,7 @@ class MarkerTable:
         cfgs = (cfgs,) if isinstance(cfgs, AttentionConfig) else tuple(cfgs)
         ge, pred = self.predict(fn, *cfgs)
         half = None if half_per_seed is None else self._half(fn, cfgs, half_per_seed)[0]
-        return self.add(panel, label, cfgs[0].n if n is None else n, ge, per_seed, pred, half, effect)
+        return self.add(panel, label, cfgs[0].n if n is None else n, ge, per_seed, pred, half, effect, cfgs)
 
     def measure(
         self,
@@ -548,6 +641,7 @@ class MarkerTable:
                     per_seed[:, j],
                     None if pred is None else pred[j],
                     None if halves is None else halves[j],
+                    layers=(cfg,),
                 ),
             )
             for j, x in enumerate(xs)
@@ -602,6 +696,37 @@ class MarkerTable:
         :meth:`tolerance`): each a failure."""
         return [m for m in self.markers if self.tested(m) and m.miss > self.tolerance(m)]
 
+    def shrink_rate(self) -> ShrinkRate:
+        """The pooled shrinking of the tested markers' departures (:class:`ShrinkRate`)."""
+        by_layer: dict[tuple, list[tuple[float, float]]] = {}
+        for m in self.markers:
+            if m.half is not None and self.tested(m):
+                by_layer.setdefault(m.layers, []).append((m.half.departure, m.departure))
+        pairs = np.array([np.mean(v, axis=0) for v in by_layer.values()]).reshape(-1, 2)  # (layers, [n/2, n])
+        count, k = sum(map(len, by_layer.values())), len(pairs)
+        expected = 2.0**-self.rate
+        if k < ShrinkRate.MIN_LAYERS:
+            mean = pairs.mean(axis=0) if k else np.full(2, math.nan)
+            return ShrinkRate(k, count, float(mean[0]), math.nan, float(mean[1] / mean[0]), math.nan, expected)
+        q = float(scipy.stats.t.ppf(0.975, k - 1))
+        (x, y), cov = pairs.mean(axis=0), np.cov(pairs, rowvar=False) / k
+        ratio = y / x
+        var = (cov[1, 1] - 2 * ratio * cov[0, 1] + ratio**2 * cov[0, 0]) / x**2
+        return ShrinkRate(
+            k, count, float(x), q * math.sqrt(cov[0, 0]), float(ratio), q * math.sqrt(max(var, 0.0)), expected
+        )
+
+    def verify(self) -> None:
+        """Raise :class:`AssertionError` if a tested marker is off its reference (:meth:`bad`), or if the
+        departures, where enough layers resolve them, do not shrink at the rate the correction assumes
+        (:meth:`shrink_rate`: an error that does not shrink would hide half of itself in the misses)."""
+        bad = self.bad()
+        if bad:
+            raise AssertionError(f"markers off their reference: {[(m.panel, m.label) for m in bad]}")
+        shrink = self.shrink_rate()
+        if shrink.asserted and not shrink.consistent:
+            raise AssertionError(f"the departures do not shrink like n^-{self.rate:g}: {shrink.describe()}")
+
     @property
     def untested(self) -> list[Marker]:
         """The markers whose check lacks the power its :attr:`Marker.effect` asks for."""
@@ -641,9 +766,15 @@ class MarkerTable:
         """The table in numbers: ``markers`` (count), ``predicted`` (:attr:`predicted`),
         ``corrected`` (:attr:`corrected`), ``worst`` (:attr:`worst`), ``failures``
         (how many :meth:`bad`), ``worst-dev`` (:attr:`max_deviation`, in %),
-        ``worst-miss`` (:attr:`max_miss`, in %), ``max-tol`` (:attr:`max_tolerance`, in %) and
-        ``untested`` (how many :attr:`untested`)."""
+        ``worst-miss`` (:attr:`max_miss`, in %), ``max-tol`` (:attr:`max_tolerance`, in %),
+        ``untested`` (how many :attr:`untested`), and ``shrink`` (in words), ``shrink-ratio``,
+        ``shrink-ci`` and ``shrink-layers`` (:meth:`shrink_rate`)."""
+        shrink = self.shrink_rate()
         return {
+            "shrink": shrink.describe(),
+            "shrink-ratio": shrink.ratio,
+            "shrink-ci": shrink.ci95,
+            "shrink-layers": shrink.layers,
             "markers": len(self.markers),
             "untested": len(self.untested),
             "predicted": self.predicted,
@@ -656,12 +787,13 @@ class MarkerTable:
         }
 
     def markdown(self) -> str:
-        """The table of every marker: GE, the shifted prediction, the companion's departure, the
-        reference, MHA mean ± 95 % CI, and the relative miss of the reference and tolerance (in %)."""
+        """The table of every marker: GE, the shifted prediction, the departures from it at ``n / 2`` (the
+        companion's) and at ``n`` (uncorrected), the reference, MHA mean ± 95 % CI, and the relative
+        miss of the reference and tolerance (in %)."""
         rows = [
-            "| panel | marker | $n$ | GE | shifted | departure at $n/2$ | reference | MHA (mean ± 95 % CI) "
+            "| panel | marker | $n$ | GE | shifted | departure at $n/2$ | at $n$ | reference | MHA (mean ± 95 % CI) "
             "| miss | tolerance | check |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in self.markers:
             pred = "—" if m.predicted is None else f"{m.predicted:.4g}"
@@ -675,7 +807,8 @@ class MarkerTable:
             else:
                 verdict = "passes" if m.miss <= self.tolerance(m) else "FAILS"
             rows.append(
-                f"| {m.panel} | {m.label} | {m.n} | {m.ge:.4g} | {pred} | {half} | {m.reference:.4g} | "
+                f"| {m.panel} | {m.label} | {m.n} | {m.ge:.4g} | {pred} | {half} | {100 * m.departure:+.2f} % | "
+                f"{m.reference:.4g} | "
                 f"{m.mean:.4g} ± {m.ci:.2g} | {100 * m.miss:.2f} % | {100 * self.tolerance(m):.2f} % | {verdict} |"
             )
         return "\n".join(rows)

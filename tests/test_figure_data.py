@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from bookrun.cli import main
+from gelib import figure_data
 from gelib.figure_data import PANELS, add_simulated_markers, marker_layers, panel, to_rows
 from gelib.learning_markers import LimitLaws, law_parameters
 from gelib.presets import TABLE_D1
@@ -147,8 +148,11 @@ def test_marker_layers_keep_the_tables_ratios():
                     assert (c.h * c.d_v / c.n, c.d_o / c.n) in {(h * 64 / 4096, d_o / 4096) for h, d_o in TABLE_LAYERS}
     table = {label: dict(pts) for label, pts in PANELS["3b"].series()}
     for label, pts in marker_layers("3b", 512):  # every ratio kept: the limit law is the table's
-        assert [x for x, _ in pts] == [2, 4, 8] and all(c.d_k >= 32 for _, (c,) in pts)
+        assert [x for x, _ in pts] == [2, 4] and all(c.d_k >= 64 for _, (c,) in pts)  # the companions' >= 32
         assert all(law_parameters(c) == law_parameters(table[label][x][0]) for x, (c,) in pts)
+    ((_, pts),) = marker_layers("2d", 512)  # the chapter's betas and Table D.1's temperature, at 2n
+    assert [x for x, _ in pts] == sorted([0.25, 0.75, 1.0, figure_data.d1_temperature()])
+    assert all(c.n == 1024 and c.beta == x for x, cs in pts for c in cs)
     assert [label for label, _ in marker_layers("D1a", 512)] == ["h = 1", "h = 4", "h = 16"]  # d_K >= 32
     with pytest.raises(ValueError, match="no markers"):
         marker_layers("2b", 512)
@@ -176,9 +180,9 @@ def test_simulated_markers_summarise_each_point(monkeypatch):
     data = {"panel": "3b", "x_label": "h", "series": []}  # the GE curves play no part in the markers
     seen = []
     monkeypatch.setattr("gelib.figure_data.summarize", lambda v: seen.append(list(v)) or summarize(v))
-    add_simulated_markers(data, None, 256, 3)
+    add_simulated_markers(data, None, 512, 3)  # h = 2 and 4: their companions' d_K = 64 and 32
     mha = [s for s in data["series"] if s["kind"] == "mha"]
-    assert [s["x"] for s in mha] == [[2.0, 4.0], [2.0, 4.0]] and data["markers"] == {"n": 256, "seeds": 3}
+    assert [s["x"] for s in mha] == [[2.0, 4.0], [2.0, 4.0]] and data["markers"] == {"n": 512, "seeds": 3}
     assert len(seen) == 4 and all(len(v) == 3 for v in seen)
     assert [s["y"] + s["ci95"] for s in mha] == [
         [summarize(seen[0]).mean, summarize(seen[1]).mean, summarize(seen[0]).ci95, summarize(seen[1]).ci95],

@@ -654,3 +654,22 @@ def test_figures_draw_the_markers_own_curves_beside_them(agg):
     betas = np.linspace(0.5, 2.0, 4)
     fig = LF.ratio_figure(panel_data("2d", [("r", betas, betas)]), [], layers[0], "n", own=(betas[:2], [1, 2]))
     assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].lines) == 1  # the own curve
+
+
+def test_hard_edge_asymptotics_on_the_square_wishart_law():
+    """Marchenko-Pastur at ratio 1 has density sqrt(4 - l) / (2 pi sqrt(l)): c = 1 / pi, and 1 / (pi sqrt(a))
+    for the law scaled by a. The loss's t^{-3/2} law with that constant misses by O(1 / t) (a factor of
+    about 4 less at 4t), the noise's sqrt(t) law by O(t^{-1/2}) (about 2 less)."""
+    for a in (1.0, 2.5):
+        assert L.edge_coefficient(marchenko_pastur(1.0, a)) == pytest.approx(1 / (math.pi * math.sqrt(a)), rel=1e-9)
+    mp, n = marchenko_pastur(1.0), 1000
+    miss = [L.edge_loss(mp, t)[0] / L.training_loss(mp, t)[0] - 1 for t in (40.0, 160.0)]
+    assert 0 < miss[1] and 3.5 < miss[0] / miss[1] < 4.5
+
+    def noise(t):
+        return L.coefficient_error(mp, t, n, n, 1.0)[0] - L.coefficient_error(mp, t, n, n, 0.0)[0]
+
+    miss = [L.edge_noise(mp, t, 1.0)[0] / noise(t) - 1 for t in (400.0, 1600.0)]
+    assert 0 < miss[1] and 1.8 < miss[0] / miss[1] < 2.2
+    with pytest.raises(ValueError, match="no hard edge"):
+        L.edge_coefficient(marchenko_pastur(0.5))

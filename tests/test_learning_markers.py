@@ -139,6 +139,66 @@ def test_halve_keeps_the_ratios():
         MK.halve(UNTIED.replace(n=255))
 
 
+def test_at_size_keeps_the_ratios_at_any_size():
+    for cfg in (UNTIED, TIED):
+        assert MK.at_size(cfg, cfg.n) == cfg and MK.at_size(cfg, cfg.n // 2) == MK.halve(cfg)
+        for n in (cfg.n // 4, 2 * cfg.n, 4 * cfg.n):  # sizes whose factor divides every width
+            big = MK.at_size(cfg, n)
+            assert big.n == n and MK.law_parameters(big) == MK.law_parameters(cfg)
+            assert big.d * cfg.n == cfg.d * n and big.h == cfg.h
+    with pytest.raises(ValueError, match="at least one token"):
+        MK.at_size(UNTIED, 0)
+
+
+def shrinking_table(d_half: list[float], d_full: list[float], ci: float) -> MK.MarkerTable:
+    """One marker per layer: a departure d_half[i] at n = 200 (tiny interval) and d_full[i] at n = 400
+    (95 % half-width ci), against a shifted prediction of 1."""
+    t = MK.MarkerTable(MK.LimitLaws())
+    for i, (dh, d) in enumerate(zip(d_half, d_full)):
+        half = MK.HalfSize(n=200, mean=1 + dh, ci=1e-4, reference=1.0)
+        t.markers.append(
+            MK.Marker("a", f"layer {i}", 400, 1.0, 1 + d, ci, 1.0, half, layers=(UNTIED.replace(beta=1 + i),))
+        )
+    return t
+
+
+def test_the_shrink_rate_catches_an_error_that_does_not_shrink():
+    """Departures of 8-11 % that stay from n/2 to n show as misses of 4-5.5 %, inside tolerances of 2 x 3 %:
+    every marker passes its own check, and only the pooled ratio (about 1, not 1/2) fails the table."""
+    constant = shrinking_table([0.10, 0.08, 0.11], [0.101, 0.079, 0.108], ci=0.03)
+    assert not constant.bad()
+    shrink = constant.shrink_rate()
+    assert (shrink.layers, shrink.markers) == (3, 3) and shrink.half == pytest.approx(0.29 / 3)
+    assert shrink.ratio == pytest.approx(0.288 / 0.29) and shrink.asserted and not shrink.consistent
+    with pytest.raises(AssertionError, match="do not shrink"):
+        constant.verify()
+    # departures that halve: the ratio is 1/2, the table verifies
+    halving = shrinking_table([0.10, 0.08, 0.12], [0.051, 0.039, 0.062], ci=0.01)
+    shrink = halving.shrink_rate()
+    assert shrink.consistent and shrink.ratio == pytest.approx(0.152 / 0.30)
+    # the interval: the delta method on the layers' spread, with the Student-t quantile of 2 degrees of freedom
+    pairs = np.array([[0.10, 0.051], [0.08, 0.039], [0.12, 0.062]])
+    x, y = pairs.mean(axis=0)
+    cov = np.cov(pairs, rowvar=False) / 3
+    r = y / x
+    se = math.sqrt(cov[1, 1] - 2 * r * cov[0, 1] + r**2 * cov[0, 0]) / x
+    assert shrink.ci95 == pytest.approx(scipy.stats.t.ppf(0.975, 2) * se)
+    halving.verify()
+    assert shrink.describe().endswith("over 3 layers: asserted")
+    # nothing to shrink (departures at n/2 not resolved from 0), or too few layers: no verdict
+    flat = shrinking_table([0.01, -0.012, 0.003], [0.05, 0.05, 0.05], ci=0.03)
+    assert not flat.shrink_rate().asserted and "not resolved" in flat.shrink_rate().describe()
+    flat.verify()
+    wide = shrinking_table([0.10, 0.09, 0.11], [0.10, 0.0, 0.05], ci=0.03)  # resolved, but 0.5 ± 1.2: no power
+    assert wide.shrink_rate().resolved and not wide.shrink_rate().asserted
+    assert "too wide" in wide.shrink_rate().describe()
+    wide.verify()
+    few = shrinking_table([0.10, 0.10], [0.10, 0.10], ci=0.03)
+    assert few.shrink_rate().layers == 2 and not few.shrink_rate().asserted
+    few.verify()
+    assert MK.MarkerTable(MK.LimitLaws()).shrink_rate().describe().startswith("not measured")
+
+
 def test_marker_table_rule_against_the_prediction():
     t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
     v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
@@ -169,7 +229,11 @@ def test_marker_table_rule_against_the_prediction():
     assert r.markers[0].reference == pytest.approx(1 + 0.08 / math.sqrt(2))
     assert t.worst == pytest.approx(0.09 / t.tolerance(m2)) and t.max_deviation == pytest.approx(0.09)
     assert t.predicted == 2 and t.corrected == 1 and t.max_miss == pytest.approx(0.09)
-    assert t.summary() == {
+    summary = t.summary()
+    assert (summary.pop("shrink-layers"), summary.pop("shrink-ratio")) == (1, pytest.approx(0.5))  # 4 % of 8 %
+    assert math.isnan(summary.pop("shrink-ci"))  # one layer: no interval
+    assert summary.pop("shrink") == "not asserted: 1 layer with a companion (at least 3 needed)"
+    assert summary == {
         "markers": 4,
         "untested": 0,
         "predicted": 2,
@@ -182,7 +246,7 @@ def test_marker_table_rule_against_the_prediction():
     }
     rows = table_cells(t.markdown())
     assert len(rows) == 4 and rows[2][:6] == ["a", "unpredicted", "400", "1", "—", "—"]
-    assert rows[3][5] == "+8.00 % ± 1.00" and rows[3][6] == "1.04"
+    assert rows[3][5] == "+8.00 % ± 1.00" and rows[3][6] == "+4.00 %" and rows[3][7] == "1.04"
     assert [r[-1] for r in rows] == ["passes", "passes", "FAILS", "passes"]
     assert len(t) == 4
     # power: a marker must resolve its effect to be tested. The same values 9 % off, with a
