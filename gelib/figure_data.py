@@ -39,6 +39,7 @@ from typing import Any
 import jax
 import numpy as np
 import scipy.optimize
+import scipy.stats
 
 from .config import AttentionConfig
 from .learning import (
@@ -445,9 +446,11 @@ def d1_temperature(laws: LimitLaws | None = None, reading: Reading = TABLE_D1_RE
     The root of ``log(ratio(beta) / value)`` in :data:`D1_BETA_BRACKET` by Brent's method on the
     exact GE ratio at Table D.3's dimensions (``ratio``: the coefficient errors of
     ``(d_K, d_V) = (64, 192)`` over ``(128, 128)``, read as ``reading`` says); ``laws``: a
-    :class:`~gelib.learning_markers.LimitLaws` cache to share.
+    :class:`~gelib.learning_markers.LimitLaws` cache to share (without one, the root is computed
+    once per process).
     """
-    laws = LimitLaws(1e-9) if laws is None else laws
+    if laws is None:
+        return _d1_temperature_cached(reading, xtol)
     (value,) = (row.value for row in TABLE_D1 if row.panel == "2d")
 
     def err(c: AttentionConfig) -> float:
@@ -458,6 +461,11 @@ def d1_temperature(laws: LimitLaws | None = None, reading: Reading = TABLE_D1_RE
             lambda b: math.log(err(_ratio_pair(b)[0]) / err(_ratio_pair(b)[1]) / value), *D1_BETA_BRACKET, xtol=xtol
         )
     )
+
+
+@functools.cache
+def _d1_temperature_cached(reading: Reading, xtol: float) -> float:
+    return d1_temperature(LimitLaws(1e-9), reading, xtol)
 
 
 def _seed_ranges(seeds: Sequence[int]) -> str:
@@ -501,7 +509,7 @@ def _teacher_points(name: str, value: float, laws: LimitLaws, reading: Reading) 
         pick = {i + k for i in range(len(fine) - 1) if (errs[i] - value) * (errs[i + 1] - value) < 0 for k in (0, 1)}
         return [(f"h = {fine[i].cfg.h}, d_O = {fine[i].cfg.d_o}", err_sd(fine[i].cfg)) for i in sorted(pick)]
     if name == "2d":  # independent teachers for the two layers: relative variances add
-        beta = d1_temperature(laws)  # Table D.1's point, found under its own reading
+        beta = d1_temperature(laws)  # Table D.1's point under its own reading; the spreads under ``reading``
         low, high = (err_sd(c) for c in _ratio_pair(beta))
         return [(f"beta = {beta:.4f}", math.hypot(low, high))]
     if name == "3a":  # both rows on the unshared layer
@@ -524,27 +532,33 @@ def teacher_bars(
     """Each Table D.1 row beside the bar that one fresh teacher per seed would give there.
 
     The book averages the teacher out exactly (:func:`gelib.learning.coefficient_error`), so its
-    bars are the spread over softmax layers, ``O(1 / n)`` for a smooth spectral functional. If
-    the paper drew one teacher (and one noise) per seed, its bars also carry the teacher's
-    spread, ``O(n^{-1/2})``: :func:`~gelib.learning.loss_teacher_std`,
-    :func:`~gelib.learning.error_teacher_std` and :func:`~gelib.learning.arrival_teacher_std`
-    on the limit laws at Table D.3's dimensions, at the GE points that take the row's value
-    (2(a): each head count, at the time its loss takes it; 2(c): the fixed-budget layers on
-    either side of each crossing; 2(d): :func:`d1_temperature`, the two layers' teachers
-    independent; 3(a): the unshared layer; 3(b): the GQA layer closest to it).
+    bars are the spread over softmax layers, ``O(1 / n)`` for a functional smooth on the bulk of
+    the spectrum. A readout trained for one teacher draw (and one noise draw) per run carries
+    the teacher's spread too, ``O(n^{-1/2})``, whether the teacher is fresh each run or fixed (the
+    layers' eigenvectors are uniformly random, so both spread alike):
+    :func:`~gelib.learning.loss_teacher_std`, :func:`~gelib.learning.error_teacher_std` and
+    :func:`~gelib.learning.arrival_teacher_std` on the limit laws at Table D.3's dimensions, at
+    the GE points that take the row's value (2(a): each head count, at the time its loss takes
+    it; 2(c): the fixed-budget layers on either side of each crossing; 2(d):
+    :func:`d1_temperature` under Table D.1's reading, the two layers' teachers independent;
+    3(a): the unshared layer; 3(b): the GQA layer closest to it).
 
     One dict per row: ``name`` (the panel, ``-1``, ``-2`` added where a panel has two rows),
     ``panel``, ``quantity``, Table D.1's ``value``, ``half_width`` and ``relative`` (%), ``points``
     (``[(point, spread in %)]``), ``std`` (the largest spread, %), ``bar``, ``lo`` and ``hi``
-    (:func:`~gelib.learning.seed_bar` of that spread with ``seeds`` seeds, %) and ``seeds``:
-    the seed counts up to ``max_seeds`` at which Table D.1's bar is a likely draw
-    (:func:`~gelib.learning.consistent_seeds`, over every point), as text (``"2-4"``, or
-    ``"none"``), ``fits``: whether ``seeds`` is one of them, and ``needs``: about how many seeds
-    a mean over fresh teachers needs for a bar as small as Table D.1's,
-    ``(1.96 std / relative)^2`` (the normal quantile: many seeds). ``panels``: the rows of these
+    (:func:`~gelib.learning.seed_bar` of that spread with ``seeds`` seeds, %), ``seeds``: the
+    seed counts up to ``max_seeds`` at which Table D.1's bar is a likely draw at one of the
+    points (:func:`~gelib.learning.consistent_seeds`), as text (``"2-4"``, or ``"none"``),
+    ``fits``: whether ``seeds`` is one of them, ``needs``: about how many seeds a mean over
+    fresh teachers needs for a bar as small as Table D.1's, ``(z std / relative)^2`` at the
+    smallest spread of the row's points (``z`` the normal 97.5 % quantile: many seeds), and
+    ``band``: ``z`` times the largest spread (%), the half-width of a ``+- 1.96`` standard-deviation
+    band of single runs (another way to draw a 95 % bar, under which the seed count is not
+    identified); also ``n_seeds`` and ``max_seeds``, the arguments. ``panels``: the rows of these
     panels only (default: every row). :func:`teacher_glue` flattens the rows for a chapter.
     """
     laws = LimitLaws(1e-9) if laws is None else laws
+    z = float(scipy.stats.norm.ppf(0.975))
     out = []
     for row in TABLE_D1:
         if panels is not None and row.panel not in panels:
@@ -570,24 +584,26 @@ def teacher_bars(
                 "hi": 100 * hi,
                 "seeds": _seed_ranges(fits),
                 "fits": seeds in fits,
-                "needs": math.ceil((1.959964 * sd / (row.relative / 100)) ** 2),
+                "needs": math.ceil((z * min(v for _, v in points) / (row.relative / 100)) ** 2),
+                "band": 100 * z * sd,
+                "n_seeds": seeds,
+                "max_seeds": max_seeds,
             }
         )
     return out
 
 
-def teacher_glue(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def teacher_glue(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The rows of :func:`teacher_bars` as flat values for a chapter's glue: Table D.1's row as
-    ``{name}-d1`` (value), ``{name}-hw`` (half-width) and ``{name}-rel`` (%), and ``{name}-t{key}``
-    for the keys ``std``, ``bar``, ``lo``, ``hi``, ``seeds`` and ``needs`` (e.g. ``3b-tbar``)."""
-    keys = ("std", "bar", "lo", "hi", "seeds", "needs")
-    return {
-        k: v
-        for r in rows
-        for k, v in [(f"{r['name']}-d1", r["value"]), (f"{r['name']}-hw", r["half_width"])]
-        + [(f"{r['name']}-rel", r["relative"])]
-        + [(f"{r['name']}-t{k}", r[k]) for k in keys]
-    }
+    ``{name}-d1`` (value), ``{name}-hw`` (half-width) and ``{name}-rel`` (%), ``{name}-t{key}``
+    for the keys ``std``, ``bar``, ``lo``, ``hi``, ``seeds``, ``needs`` and ``band`` (e.g.
+    ``3b-tbar``), and once ``teacher-seeds`` and ``teacher-max-seeds`` (the arguments)."""
+    keys = ("std", "bar", "lo", "hi", "seeds", "needs", "band")
+    out: dict[str, Any] = {"teacher-seeds": rows[0]["n_seeds"], "teacher-max-seeds": rows[0]["max_seeds"]}
+    for r in rows:
+        out |= {f"{r['name']}-d1": r["value"], f"{r['name']}-hw": r["half_width"], f"{r['name']}-rel": r["relative"]}
+        out |= {f"{r['name']}-t{k}": r[k] for k in keys}
+    return out
 
 
 def write_csv(data: dict[str, Any], path: str | Path) -> Path:

@@ -290,12 +290,13 @@ def loss_teacher_std(mu: ArrayLike | Law, t: ArrayLike, n: int) -> np.ndarray:
 
     For one teacher ``theta*`` the relative loss is ``A / B`` with ``A = sum_i l_i e^{-2 t l_i} z_i^2``
     and ``B = sum_i l_i z_i^2`` over the ``n`` eigenvalues ``l_i`` of ``Y Y^T / n``, ``z_i`` i.i.d.
-    standard normal (the teacher's coordinates in the eigenbasis). To leading order in ``1 / n``
+    standard normal (``sqrt(d_o)`` times the teacher's coordinates in the eigenbasis of
+    ``H = Y^T Y / n``, whose nonzero eigenvalues are ``G``'s). To leading order in ``1 / n``
     (the delta method) its standard deviation over the teacher, relative to its mean, is
     ``sqrt((2 / n) (I[a^2] / I[a]^2 + I[b^2] / I[b]^2 - 2 I[ab] / (I[a] I[b])))`` with
     ``a = l e^{-2tl}``, ``b = l`` and ``I`` the integral against the law ``mu`` (:func:`expect`):
-    ``O(n^{-1/2})``, where the spread over softmax layers of a smooth spectral functional is
-    ``O(1 / n)``. ``mu``, ``t`` and the shape of the result as in :func:`training_loss`.
+    ``O(n^{-1/2})``, where the spread over softmax layers of a functional smooth on the bulk of
+    the spectrum is ``O(1 / n)``. ``mu``, ``t`` and the shape of the result as in :func:`training_loss`.
     """
     t = np.atleast_1d(np.asarray(t, dtype=float))
 
@@ -344,17 +345,17 @@ def arrival_teacher_std(mu: ArrayLike | Law, epsilon: float, n: int) -> float:
 
 
 def seed_bar(relative_std: float, seeds: int, level: float = 0.95) -> tuple[float, float, float]:
-    """The 95 % Student-t half-width of a mean over ``seeds`` draws of relative spread ``relative_std``.
+    """The Student-t half-width (``level``, 95 %) of a mean over ``seeds`` draws of spread ``relative_std``.
 
-    Returns ``(half, lo, hi)``: ``half = t_{0.975, seeds - 1} relative_std / sqrt(seeds)``, the
-    half-width at the true spread, and the range in which the half-width computed from the
+    Returns ``(half, lo, hi)``: ``half = t_{(1 + level) / 2, seeds - 1} relative_std / sqrt(seeds)``,
+    the half-width at the true spread, and the range in which the half-width computed from the
     draws' sample standard deviation falls with probability ``level`` (normal draws: the sample
     variance is ``relative_std^2 chi^2_{seeds-1} / (seeds - 1)``).
     """
     if seeds < 2:
-        raise ValueError(f"a 95 % interval over seeds needs at least 2 seeds, got {seeds}")
+        raise ValueError(f"an interval over seeds needs at least 2 seeds, got {seeds}")
     k = seeds - 1
-    half = float(scipy.stats.t.ppf(0.975, k)) * relative_std / math.sqrt(seeds)
+    half = float(scipy.stats.t.ppf((1 + level) / 2, k)) * relative_std / math.sqrt(seeds)
     lo, hi = (math.sqrt(float(scipy.stats.chi2.ppf(q, k)) / k) for q in ((1 - level) / 2, (1 + level) / 2))
     return half, half * lo, half * hi
 

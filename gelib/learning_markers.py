@@ -443,6 +443,13 @@ class ShrinkRate:
     the sum of the departures at ``n`` over the sum at ``n / 2``, with its 95 % half-width
     ``ci95`` (delta method, from the layers' spread: ``nan`` below three layers). ``expected``:
     ``2^-rate`` (1/2 for :data:`DEPARTURE_RATE`); an error that does not shrink gives 1.
+
+    A ratio of means is consistent where a ratio per marker is not: the seed noise of the
+    departures at ``n / 2`` averages out of the denominator instead of biasing it. Departures of
+    opposite signs cancel in the sums, which costs power, not validity: the check is asserted
+    only when its interval is narrow enough to tell 1/2 from 1 (:attr:`asserted`), which also
+    puts the mean at ``n / 2`` several standard errors from 0, so that requiring it resolved
+    selects it little.
     """
 
     layers: int

@@ -151,7 +151,10 @@ def test_marker_layers_keep_the_tables_ratios():
         assert [x for x, _ in pts] == [2, 4] and all(c.d_k >= 64 for _, (c,) in pts)  # the companions' >= 32
         assert all(law_parameters(c) == law_parameters(table[label][x][0]) for x, (c,) in pts)
     ((_, pts),) = marker_layers("2d", 512)  # the chapter's betas and Table D.1's temperature, at 2n
-    assert [x for x, _ in pts] == sorted([0.25, 0.75, 1.0, figure_data.d1_temperature()])
+    beta = figure_data.d1_temperature()
+    assert [x for x, _ in pts] == sorted([0.25, 0.75, 1.0, beta])
+    ge = panel("2d", betas=(beta,))["series"][0]["y"][0]  # the GE ratio there is Table D.1's 1.5556
+    assert ge == pytest.approx(next(r.value for r in TABLE_D1 if r.panel == "2d"), rel=1e-5)
     assert all(c.n == 1024 and c.beta == x for x, cs in pts for c in cs)
     assert [label for label, _ in marker_layers("D1a", 512)] == ["h = 1", "h = 4", "h = 16"]  # d_K >= 32
     with pytest.raises(ValueError, match="no markers"):

@@ -657,19 +657,24 @@ def test_figures_draw_the_markers_own_curves_beside_them(agg):
 
 
 def test_hard_edge_asymptotics_on_the_square_wishart_law():
-    """Marchenko-Pastur at ratio 1 has density sqrt(4 - l) / (2 pi sqrt(l)): c = 1 / pi, and 1 / (pi sqrt(a))
-    for the law scaled by a. The loss's t^{-3/2} law with that constant misses by O(1 / t) (a factor of
-    about 4 less at 4t), the noise's sqrt(t) law by O(t^{-1/2}) (about 2 less)."""
+    """Marchenko-Pastur at ratio 1 has density sqrt(4 - l) / (2 pi sqrt(l)) = (1 / pi) l^{-1/2} (1 - l / 8 + ...):
+    c = 1 / pi, and 1 / (pi sqrt(a)) for the law scaled by a. The next term of the density makes the loss's
+    t^{-3/2} law miss by 3 / (32 t): edge / loss - 1 = 3 / (32 t) + O(t^-2). The noise's sqrt(t) law misses
+    by a constant, sigma^2 [int_0^4 (rho(l) - l^{-1/2} / pi) / l dl - int_4^inf l^{-3/2} / pi dl]."""
+    import scipy.integrate
+
     for a in (1.0, 2.5):
         assert L.edge_coefficient(marchenko_pastur(1.0, a)) == pytest.approx(1 / (math.pi * math.sqrt(a)), rel=1e-9)
     mp, n = marchenko_pastur(1.0), 1000
-    miss = [L.edge_loss(mp, t)[0] / L.training_loss(mp, t)[0] - 1 for t in (40.0, 160.0)]
-    assert 0 < miss[1] and 3.5 < miss[0] / miss[1] < 4.5
+    scaled = [(L.edge_loss(mp, t)[0] / L.training_loss(mp, t)[0] - 1) * t for t in (40.0, 160.0)]
+    assert abs(scaled[1] - 3 / 32) < abs(scaled[0] - 3 / 32) < 0.01 * 3 / 32  # O(1 / t) closer at 4t
 
     def noise(t):
         return L.coefficient_error(mp, t, n, n, 1.0)[0] - L.coefficient_error(mp, t, n, n, 0.0)[0]
 
-    miss = [L.edge_noise(mp, t, 1.0)[0] / noise(t) - 1 for t in (400.0, 1600.0)]
-    assert 0 < miss[1] and 1.8 < miss[0] / miss[1] < 2.2
+    inner = scipy.integrate.quad(lambda u: (math.sqrt(4 - u * u) / 2 - 1) * 2 / (math.pi * u * u), 0, 2)[0]  # l = u^2
+    offset = inner - 1 / math.pi  # int_4^inf l^{-3/2} / pi dl = 1 / pi
+    gaps = [noise(t) - L.edge_noise(mp, t, 1.0)[0] - offset for t in (400.0, 1600.0)]
+    assert abs(gaps[1]) < abs(gaps[0]) < 0.02 * abs(offset)  # the constant, up to terms that vanish with t
     with pytest.raises(ValueError, match="no hard edge"):
         L.edge_coefficient(marchenko_pastur(0.5))

@@ -199,6 +199,19 @@ def test_the_shrink_rate_catches_an_error_that_does_not_shrink():
     assert MK.MarkerTable(MK.LimitLaws()).shrink_rate().describe().startswith("not measured")
 
 
+def test_the_shrink_rate_averages_within_a_layer_and_skips_untested_markers():
+    t = shrinking_table([0.10, 0.08, 0.12], [0.05, 0.04, 0.06], ci=0.01)
+    layer0 = t.markers[0].layers
+    half = MK.HalfSize(n=200, mean=1.20, ci=1e-4, reference=1.0)  # a second marker of layer 0: +20 % -> +10 %
+    t.markers.append(MK.Marker("a", "layer 0, again", 400, 1.0, 1.10, 0.01, 1.0, half, layers=layer0))
+    # untested (its tolerance exceeds its effect): left out, however far off
+    far = MK.HalfSize(n=200, mean=1.5, ci=1e-4, reference=1.0)
+    t.markers.append(MK.Marker("a", "weak", 400, 1.0, 1.5, 0.5, 1.0, far, effect=0.01, layers=layer0))
+    shrink = t.shrink_rate()
+    assert (shrink.layers, shrink.markers) == (3, 4)
+    assert shrink.half == pytest.approx((0.15 + 0.08 + 0.12) / 3) and shrink.ratio == pytest.approx(0.175 / 0.35)
+
+
 def test_marker_table_rule_against_the_prediction():
     t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
     v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])

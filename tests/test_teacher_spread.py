@@ -49,7 +49,6 @@ def test_error_spread_against_trained_readouts(d_o):
     v = coordinate_variances(y, t, sigma)
     k2, k4 = 2 * np.sum(v**2), 48 * np.sum(v**4)
     predicted = L.error_teacher_std(np.linalg.eigvalsh(y @ y.T / n), t, n, d_o, sigma) ** 2
-    assert predicted == pytest.approx(k2, rel=1e-9)
     assert abs(errs.var(ddof=1) - predicted) < 4 * math.sqrt(k4 / reps + 2 * k2**2 / (reps - 1))
 
 
@@ -114,10 +113,24 @@ def test_seed_bar_and_its_range_by_simulation():
 
 
 def test_consistent_seeds_and_their_ranges():
-    half = L.seed_bar(0.05, 3)[0]
-    assert 3 in L.consistent_seeds(half, [0.05])
-    assert L.consistent_seeds(1e-4, [0.05]) == []  # far below any count up to 20
+    """A bar far below (above) every count's range fits none; a bar between the ranges of the counts
+    keeps exactly the counts whose range holds it."""
+    assert L.consistent_seeds(1e-4, [0.05]) == [] and L.consistent_seeds(2.0, [0.05]) == []  # hi(2) = 1.01
+    bar = L.seed_bar(0.05, 20)[2] * 1.01  # just above the range of 20 seeds, inside that of few seeds
+    fits = L.consistent_seeds(bar, [0.05])
+    assert fits and 20 not in fits and fits == [s for s in range(2, 21) if L.seed_bar(0.05, s)[2] >= bar]
+    assert L.consistent_seeds(bar, [0.05, 0.06]) == fits + [20]  # any of several points: 0.06 adds 20
     assert figure_data._seed_ranges([2, 3, 4, 7]) == "2-4, 7" and figure_data._seed_ranges([]) == "none"
+
+
+def test_teacher_glue_flattens_every_row():
+    row = {"name": "3b", "value": 2.55, "half_width": 0.03, "relative": 1.18, "std": 16.0, "bar": 40.0, "lo": 6.0}
+    row |= {"hi": 77.0, "seeds": "none", "needs": 711, "band": 31.4, "n_seeds": 3, "max_seeds": 20}
+    glued = figure_data.teacher_glue([row])
+    assert glued["teacher-seeds"] == 3 and glued["teacher-max-seeds"] == 20 and glued["3b-d1"] == 2.55
+    assert {k: glued[f"3b-t{k}"] for k in ("std", "bar", "lo", "hi", "seeds", "needs", "band")} == {
+        k: row[k] for k in ("std", "bar", "lo", "hi", "seeds", "needs", "band")
+    }
 
 
 def test_table_d1_rows_beside_one_teacher_per_seed():
@@ -126,8 +139,7 @@ def test_table_d1_rows_beside_one_teacher_per_seed():
     rows = {r["quantity"]: r for r in figure_data.teacher_bars(panels=("3a", "3b"))}
     assert set(rows) == {"arrival time, fixed widths", "arrival time, fixed parameter count", "coefficient error"}
     arrival = rows["arrival time, fixed widths"]
-    fits = L.consistent_seeds(arrival["relative"] / 100, [v / 100 for _, v in arrival["points"]])
-    assert arrival["lo"] < arrival["relative"] < arrival["hi"] and 3 in fits
-    assert arrival["seeds"] == figure_data._seed_ranges(fits)
-    assert rows["coefficient error"]["seeds"] == "none"
-    assert rows["coefficient error"]["lo"] > 4 * rows["coefficient error"]["relative"]
+    assert arrival["lo"] < arrival["relative"] < arrival["hi"] and arrival["fits"]  # 3 seeds
+    error = rows["coefficient error"]
+    assert error["seeds"] == "none" and error["lo"] > 4 * error["relative"] and error["needs"] > 500
+    assert error["band"] == pytest.approx(scipy.stats.norm.ppf(0.975) * error["std"])
