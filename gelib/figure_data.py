@@ -47,7 +47,6 @@ from .learning import (
     Reading,
     arrival_teacher_std,
     arrival_time,
-    coefficient_error,
     consistent_seeds,
     error_map_grid,
     error_teacher_std,
@@ -55,6 +54,7 @@ from .learning import (
     fixed_output_path,
     level_crossings,
     loss_teacher_std,
+    readout_error,
     seed_bar,
     shared_widths,
     shrink,
@@ -192,6 +192,11 @@ PANELS: dict[str, PanelSpec] = {
 }
 
 
+def _read_error(mu: Any, cfg: AttentionConfig, reading: Reading) -> float:
+    """The coefficient error of ``cfg`` on ``mu`` (a law or eigenvalues) as ``reading`` reads it."""
+    return readout_error(mu, cfg, reading.horizon, reading.sigma)
+
+
 def _dimensions(layers: Sequence[AttentionConfig]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field in ("n", "d", "h", "h_kv", "d_k", "d_v", "d_o", "beta", "tie_kv"):
@@ -230,7 +235,7 @@ def panel(
     t = np.asarray(times, dtype=float)
 
     def error(cfg: AttentionConfig) -> float:
-        return float(coefficient_error(laws(cfg), reading.horizon, cfg.n, cfg.d_o, reading.sigma)[0])
+        return _read_error(laws(cfg), cfg, reading)
 
     series, layers = [], []
     for label, pts in spec.series(*args):
@@ -383,8 +388,7 @@ def add_simulated_markers(
                 marks += [(float(m), summarize(dens[:, j])) for j, m in enumerate((bins[1:] + bins[:-1]) / 2)]
                 continue
 
-            def error(e: np.ndarray, cfg: AttentionConfig) -> float:
-                return float(coefficient_error(e, reading.horizon, cfg.n, cfg.d_o, reading.sigma)[0])
+            error = functools.partial(_read_error, reading=reading)
 
             if name == "3a":
                 vals = [arrival_time(e, reading.epsilon) for e in evs[0]]
@@ -454,7 +458,7 @@ def d1_temperature(laws: LimitLaws | None = None, reading: Reading = TABLE_D1_RE
     (value,) = (row.value for row in TABLE_D1 if row.panel == "2d")
 
     def err(c: AttentionConfig) -> float:
-        return float(coefficient_error(laws(c), reading.horizon, c.n, c.d_o, reading.sigma)[0])
+        return _read_error(laws(c), c, reading)
 
     return float(
         scipy.optimize.brentq(
@@ -485,13 +489,12 @@ def _seed_ranges(seeds: Sequence[int]) -> str:
 
 def _teacher_points(name: str, value: float, laws: LimitLaws, reading: Reading) -> list[tuple[str, float]]:
     """``(point, relative spread of one teacher draw)`` at the GE points of a panel that take ``value``."""
-    T, sigma = reading.horizon, reading.sigma
 
     def err(c: AttentionConfig) -> float:
-        return float(coefficient_error(laws(c), T, c.n, c.d_o, sigma)[0])
+        return _read_error(laws(c), c, reading)
 
     def err_sd(c: AttentionConfig) -> float:
-        return error_teacher_std(laws(c), T, c.n, c.d_o, sigma) / err(c)
+        return error_teacher_std(laws(c), reading.horizon, c.n, c.d_o, reading.sigma) / err(c)
 
     if name == "2a":
         out = []
