@@ -32,6 +32,8 @@ from bookrun.batch import (  # noqa: E402
     mark_run_folder,
     unsafe_run_folder,
 )
+from bookrun.chapters import BatchError, toc_files  # noqa: E402
+from bookrun.runfolder import RunFolder  # noqa: E402
 
 CI_PARAMETERS = {"scale": "ci"}
 #: The chapters that take longest at "ci" scale, slowest first (their cells' seconds in a
@@ -125,8 +127,21 @@ def pytest_configure(config):
         why = f"{out} exists and is not a run folder (no {RUN_MARKER}); give a new or empty folder"
     if why:
         raise pytest.UsageError(f"--executed-dir: {why}")
+    try:
+        if out.exists():
+            folder = RunFolder(out)
+            folder.check_links()
+            folder.check_writable(_chapter_targets())  # never a notebook the run folder did not write
+    except BatchError as e:
+        raise pytest.UsageError(f"--executed-dir: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
     mark_run_folder(out, made_by="the chapter tests (--executed-dir)")
+    config._executed_before = RunFolder(out).snapshot(".")
+
+
+def _chapter_targets() -> list[str]:
+    """Where ``--executed-dir`` keeps each chapter's executed notebook, relative to it."""
+    return [f"{f}.ipynb" for f in toc_files(ROOT) if is_chapter(ROOT / f"{f}.md")]
 
 
 def pytest_runtest_logreport(report):
@@ -150,3 +165,15 @@ def pytest_sessionfinish(session, exitstatus):
         target = Path(out) / Path(chapter.path).resolve().relative_to(ROOT).with_suffix(".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(chapter.chapter_nb, str(target))
+    if not hasattr(session.config, "workerinput"):  # the controller: its sessionfinish comes after the workers'
+        _record_executed(session.config, Path(out))
+
+
+def _record_executed(config, out: Path) -> None:
+    """Record in the run folder's manifest the notebooks this session wrote (after the
+    workers': the controller's sessionfinish comes last), so that a later ``render`` or
+    ``batch --force`` knows them from a user's files."""
+    before = getattr(config, "_executed_before", {})
+    folder = RunFolder(out)
+    now = folder.snapshot(".")
+    folder.record(*(rel for rel in _chapter_targets() if rel in now and now[rel] != before.get(rel)))

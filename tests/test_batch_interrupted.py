@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import test_batch
 from test_batch import chapter
@@ -60,17 +61,23 @@ def test_ctrl_c_is_one_line_and_the_run_resumes_as_printed(book):
         pass
     time.sleep(3)  # inside the first chapter
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # and an impatient second one, while the batch cleans up
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 130
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 3, err
     printed = err.split("continue with: ")[1].strip()
-    assert printed.startswith(f"python -m gelib batch --scale ci --resume --out {out}"), printed
+    python = str(Path(sys.executable).absolute())  # the Python that ran the batch, not a bare `python`
+    assert printed.startswith(f"{shlex.quote(python)} -m gelib batch --scale ci --resume --out {out}"), printed
     statuses = {n: c["status"] for n, c in json.loads((out / "record.json").read_text())["chapters"].items()}
     assert "interrupted" in statuses.values() and "ok" not in statuses.values(), statuses
-    # the printed command, run as printed, continues the same selection: two chapters, seed 3, no render
-    words = shlex.split(printed)
-    assert words[:3] == ["python", "-m", "gelib"]
-    resumed = subprocess.run([sys.executable, *words[1:]], cwd=book, capture_output=True, text=True, timeout=300)
+    # the printed command, run exactly as printed by a shell with no venv activated (no VIRTUAL_ENV, a PATH
+    # without the venv), continues the same selection: two chapters, seed 3, no render
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = "/usr/bin:/bin"
+    resumed = subprocess.run(
+        printed, shell=True, cwd=book, env=env, capture_output=True, text=True, timeout=300, executable="/bin/sh"
+    )
     assert resumed.returncode == 0, resumed.stderr
     record = json.loads((out / "record.json").read_text())
     assert {n: c["status"] for n, c in record["chapters"].items()} == {"slow0": "ok", "slow1": "ok", "slow2": "not run"}

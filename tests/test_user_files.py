@@ -6,6 +6,8 @@ that every one of them is byte for byte what it was, and that the refusal is
 one line naming the reason.
 """
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ import test_batch
 
 from bookrun.batch import RUN_MARKER, BatchError, run_batch
 from bookrun.cli import main
+from bookrun.runfolder import MANIFEST, RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
 book = test_batch.book  # the fixture: a two-chapter book in tmp_path
@@ -69,19 +72,125 @@ def test_force_never_clears_a_folder_the_batch_did_not_make(book, tmp_path_facto
     assert snapshot(mine) == before
 
 
-def test_force_clears_only_what_a_batch_wrote_in_its_own_folder(book, capsys):
+def test_force_clears_only_the_files_a_batch_wrote_never_a_folder_whole(book, capsys):
     out = book / "_build" / "runs" / "ci-mine"
     assert run_batch(book, "ci", ["good"], out=out, render=False) == 0
     assert (out / RUN_MARKER).is_file() and (out / "book" / "good.ipynb").is_file()
+    manifest = json.loads((out / MANIFEST).read_text())["files"]
+    assert {"book/good.ipynb", "record.json", "_toc.yml", "logs/good.log"} <= set(manifest), manifest
+    ours = {rel: (out / rel).read_bytes() for rel in manifest}
     kept = user_files(out / "keep")  # a user's folder dropped into the run folder
     (out / "mine.txt").write_text("mine")
-    (out / "book" / "stale.ipynb").write_text("{}")  # the batch's own folder: cleared
+    # a file of the user's in a chapter's data folder, where the chapter may write: refused, nothing removed
     (out / "data" / "good").mkdir(parents=True)
-    (out / "data" / "good" / "fig.csv").write_text("an earlier run's numbers\n")  # the chapters' CSV: cleared
+    (out / "data" / "good" / "fig.csv").write_text("my numbers\n")
+    before = snapshot(out)
+    with pytest.raises(BatchError, match=r"did not write or that changed since \(data/good/fig.csv\)"):
+        run_batch(book, "ci", ["good"], out=out, force=True, render=False)
+    assert snapshot(out) == before
+    (out / "data" / "good" / "fig.csv").rename(out / "data" / "fig.csv")
+    # a user's files inside the batch's own folders (book/, logs/, data/): kept, byte for byte
+    mine = ("book/notes.ipynb", "logs/mine.log", "data/mine.csv", "book/sub/deep.md")
+    for rel in mine:
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(f"{rel} is mine\n")
     assert run_batch(book, "ci", ["good"], out=out, force=True, render=False) == 0
     assert snapshot(out / "keep") == kept and (out / "mine.txt").read_text() == "mine"
-    assert not (out / "book" / "stale.ipynb").exists() and (out / "book" / "good.ipynb").is_file()
-    assert not (out / "data").exists()
+    assert (out / "data" / "fig.csv").read_text() == "my numbers\n"
+    for rel in mine:
+        assert (out / rel).read_text() == f"{rel} is mine\n", rel
+    assert (out / "book" / "good.ipynb").is_file() and (out / "book" / "good.ipynb").read_bytes() != ours[
+        "book/good.ipynb"
+    ]  # executed again: a new execution time in its metadata
+    assert not set(json.loads((out / MANIFEST).read_text())["files"]) & {"mine.txt", "book/notes.ipynb"}
+
+
+def test_force_refuses_where_a_file_the_batch_wrote_was_edited_and_removes_nothing(book, capsys):
+    out = book / "_build" / "runs" / "ci-edited"
+    assert run_batch(book, "ci", ["good"], out=out, render=False) == 0
+    capsys.readouterr()
+    (out / "_toc.yml").write_text((out / "_toc.yml").read_text() + "# my edit\n")
+    before = snapshot(out)
+    assert main(["batch", "--root", str(book), "--scale", "ci", "--no-render", "--force", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "changed since (_toc.yml)" in err[0] and "never overwrites" in err[0], err
+    assert snapshot(out) == before
+
+
+def test_a_run_folder_made_before_the_manifest_is_never_cleared_nor_resumed(book, capsys):
+    out = book / "_build" / "runs" / "ci-old"
+    assert run_batch(book, "ci", ["good"], out=out, render=False) == 0
+    capsys.readouterr()
+    (out / MANIFEST).unlink()  # as an earlier version of the batch left it
+    before = snapshot(out)
+    for flag in ("--force", "--resume"):
+        assert main(["batch", "--root", str(book), "--scale", "ci", "--no-render", flag, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "earlier version of the batch" in err[0], err
+    assert snapshot(out) == before
+
+
+def test_links_out_of_a_run_folder_are_never_followed(book, tmp_path_factory, capsys):
+    """``RUN/book`` a link to a user's folder: neither ``--resume`` nor ``render`` writes
+    through it, and a refused render leaves no output folder behind."""
+    out = book / "_build" / "runs" / "ci-link"
+    assert run_batch(book, "ci", ["good"], out=out, render=False) == 0
+    capsys.readouterr()
+    mine = tmp_path_factory.mktemp("mine")
+    theirs = user_files(mine)
+    (mine / "intro.md").write_text("# my intro\n")
+    theirs = snapshot(mine)
+    shutil.rmtree(out / "book")
+    (out / "book").symlink_to(mine, target_is_directory=True)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and not p.is_symlink() and mine not in p.parents}
+    assert main(["batch", "--root", str(book), "--scale", "ci", "--no-render", "--resume", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "symbolic links that lead outside it (book)" in err[0], err
+    new_output = tmp_path_factory.mktemp("html") / "new"
+    assert main(["render", str(out), "--root", str(book), "--output", str(new_output)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lead outside it" in err[0], err
+    assert snapshot(mine) == theirs and not new_output.exists()
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_render_checks_every_chapter_before_it_writes_and_leaves_nothing_behind(book, tmp_path_factory, capsys):
+    out = book / "_build" / "runs" / "ci-half"
+    assert run_batch(book, "ci", ["good"], out=out, render=False) == 0  # no executed `bad`
+    capsys.readouterr()
+    (out / "book" / "intro.md").unlink()  # a page the render would write again
+    before = snapshot(out)
+    new_output = tmp_path_factory.mktemp("html") / "a" / "b"
+    assert main(["render", str(out), "--root", str(book), "--output", str(new_output)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no executed notebook of: bad" in err[0] and "nothing was written" in err[0], err
+    assert snapshot(out) == before and not new_output.parent.exists()
+    # a user's file where the render would write a page of its own: refused, nothing written
+    (out / "book" / "intro.md").write_text("my intro\n")
+    before = snapshot(out)
+    assert main(["render", str(out), "--root", str(book), "--lenient", "--output", str(new_output)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did not write" in err[0] and "book/intro.md" in err[0], err
+    assert snapshot(out) == before and not new_output.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "name, value, why",
+    [
+        ("scale", "paper", "give --scale"),
+        ("n", "NaN", "not a finite number"),
+        ("beta", "Infinity", "not a finite number"),
+        ("beta", "1e999", "not a finite number"),  # JSON reads it as infinity
+        ("n", "9" * 5000, "digits"),
+    ],
+)
+def test_parameters_the_batch_owns_or_not_finite_are_refused_before_a_folder_is_made(book, capsys, name, value, why):
+    out = book / "_build" / "runs" / "ci-p"
+    cmd = ["batch", "--root", str(book), "--scale", "ci", "--no-render", "--out", str(out), "-p", name, value]
+    assert main(cmd) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and why in err[0] and "Traceback" not in err[0], err
+    assert not out.exists() and not (book / "_build").exists()
 
 
 def test_an_empty_folder_can_be_a_run_folder_with_force(book, tmp_path_factory, capsys):
@@ -120,3 +229,20 @@ def test_chapter_tests_refuse_an_executed_dir_of_the_users(tmp_path):
     )
     assert res.returncode == 4 and "is not a run folder" in res.stderr, res.stderr[-2000:]
     assert snapshot(tmp_path) == theirs
+
+
+def test_a_lock_that_cannot_be_removed_is_released_without_an_error(tmp_path, monkeypatch):
+    """A run folder made read-only under a running batch: the lock's file cannot be
+    removed (simulated, as root may remove it anyway); releasing never raises."""
+    lock = RunLock(tmp_path)
+    lock.acquire()
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    lock.release()
+    monkeypatch.undo()
+    lock = RunLock(tmp_path)
+    lock.acquire()  # the stale lock file locks nothing: a new batch may take the folder
+    lock.release()

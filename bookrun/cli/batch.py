@@ -24,6 +24,8 @@ def _parse_value(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+    except ValueError as e:  # an integer past Python's limit of digits for a conversion
+        raise engine.BatchError(f"-p value {text[:20]}...: {e}") from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -91,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         return report_error("batch", f"no _toc.yml in {root}")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # kernels inherit it; see the Makefile
-    params = {k: _parse_value(v) for k, v in args.parameter}
     try:
+        params = {k: _parse_value(v) for k, v in args.parameter}
         return engine.run_batch(
             root,
             args.scale,

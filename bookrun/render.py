@@ -1,0 +1,171 @@
+"""Rendering a run folder: the mirror tree of the book, Jupyter Book with execution off, publishing.
+
+:func:`mirror_files` is what a run folder needs beside the executed chapters
+(the book's configuration with execution off, the bibliography, the plain
+pages); :func:`prepare_mirror` writes it through the folder's manifest
+(:class:`bookrun.runfolder.RunFolder`), after checking every path;
+:func:`missing_chapters` names the chapters without an executed notebook and
+:func:`fill_missing_chapters` puts their sources in their place;
+:func:`render_book` runs Jupyter Book (``-n -W`` by default) into
+``<output>/_build/html`` and records what it wrote; :func:`publish` swaps a
+rendered copy in as the book's ``_build/html``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from .chapters import ROOT_FILES, BatchError, is_chapter, toc_files
+from .runfolder import RunFolder
+
+__all__ = [
+    "mirror_files",
+    "prepare_mirror",
+    "missing_chapters",
+    "fill_missing_chapters",
+    "status_page",
+    "write_status_page",
+    "render_book",
+    "publish",
+]
+
+
+def mirror_files(root: Path) -> dict[str, bytes]:
+    """What :func:`prepare_mirror` writes into a run folder, ``{relative path: bytes}``: the
+    book's configuration with execution off, ``_toc.yml``, the bibliography and the pages
+    that are not chapters."""
+    root = Path(root)
+    files = {name: (root / name).read_bytes() for name in ROOT_FILES}
+    cfg = files["_config.yml"].decode()
+    if "execute_notebooks: cache" not in cfg:
+        raise BatchError("_config.yml has no 'execute_notebooks: cache' line to turn off")
+    files["_config.yml"] = cfg.replace("execute_notebooks: cache", "execute_notebooks: 'off'").encode()
+    for extra in sorted((root / "book").glob("*.bib")):
+        files[f"book/{extra.name}"] = extra.read_bytes()
+    for f in toc_files(root):
+        src = root / f"{f}.md"
+        if src.exists() and not is_chapter(src):
+            files[f"{f}.md"] = src.read_bytes()
+    return files
+
+
+def prepare_mirror(root: Path, run_dir: Path) -> None:
+    """Make ``run_dir`` a renderable copy of the book at ``root`` (:func:`mirror_files`),
+    every path checked before the first is written (:meth:`RunFolder.check_writable`).
+    Executed chapters (``.ipynb``) are put there by the batch, or by the chapter tests
+    (``conftest.py``)."""
+    folder = RunFolder(run_dir)
+    files = mirror_files(root)
+    folder.check_writable(files)
+    for rel, data in files.items():
+        if not (folder.path / rel).is_file() or (folder.path / rel).read_bytes() != data:
+            folder.write(rel, data)
+
+
+def missing_chapters(root: Path, run_dir: Path) -> list[str]:
+    """The chapters (paths as in ``_toc.yml``) with no executed notebook in ``run_dir``."""
+    root, run_dir = Path(root), Path(run_dir)
+    return [f for f in toc_files(root) if is_chapter(root / f"{f}.md") and not (run_dir / f"{f}.ipynb").exists()]
+
+
+def fill_missing_chapters(root: Path, run_dir: Path) -> list[str]:
+    """Copy the source of every chapter that has no executed notebook in
+    ``run_dir`` (so the book still builds); returns their names."""
+    folder = RunFolder(run_dir)
+    missing = missing_chapters(root, run_dir)
+    folder.check_writable([f"{f}.md" for f in missing])
+    for f in missing:
+        folder.write(f"{f}.md", (Path(root) / f"{f}.md").read_bytes())
+    return [Path(f).name for f in missing]
+
+
+def status_page(record: dict) -> str:
+    """The page ``book/status.md`` of a run: its chapters, times, device, commit and versions."""
+    rows = ["| chapter | status | time (s) | failing code cell | executed in |", "|---|---|---|---|---|"]
+    for name, ch in record["chapters"].items():
+        rows.append(
+            f"| `{name}` | {ch['status']} | {ch.get('seconds', 0):.1f} | {ch.get('cell') or ''} "
+            f"| {ch.get('from_run', 'this run')} |"
+        )
+    return (
+        "(status)=\n# Execution status\n\n"
+        f"Executed by `python -m gelib batch` at scale **{record['scale']}** on "
+        f"{record['device']}, started {record['started']}, commit `{record.get('commit')}`; parameters "
+        f"`{json.dumps(record['parameters'])}`. Total "
+        f"{sum(c.get('seconds', 0) for c in record['chapters'].values()):.0f} s.\n\n"
+        + "\n".join(rows)
+        + "\n\nPackage versions: "
+        + ", ".join(f"{k} {v}" for k, v in record["versions"].items())
+        + ".\n\nThe run's `record.json` also holds every number each chapter glued.\n"
+    )
+
+
+def write_status_page(run_dir: Path, record: dict) -> None:
+    """Fill the run's copy of ``book/status.md`` (where the book has that page)."""
+    if (Path(run_dir) / "book" / "status.md").exists():
+        RunFolder(run_dir).write("book/status.md", status_page(record))
+
+
+def publish(html: Path, book: Path) -> None:
+    """Replace the book's HTML folder by a copy of ``html``, swapping by renames."""
+    new, old = book.with_name(book.name + ".new"), book.with_name(book.name + ".old")
+    shutil.rmtree(new, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.copytree(html, new)
+    if book.exists():
+        book.rename(old)
+    new.rename(book)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def render_book(
+    root: Path, run_dir: Path, strict: bool = True, stream: TextIO | None = None, output: Path | None = None
+) -> int:
+    """Render the executed mirror tree ``run_dir`` into ``<output>/_build/html``
+    (``output`` defaults to ``root``) with Jupyter Book, execution off.
+    ``strict``: nitpicky, warnings as errors (``-n -W``), so a broken
+    cross-reference or a missing glued value fails. Returns 0 on success, else 1.
+    What Jupyter Book wrote into a run folder ``output`` is recorded in its manifest."""
+    stream = stream or sys.stderr
+    output = Path(output) if output is not None else Path(root)
+    folder = RunFolder(run_dir)
+    target = None if output.resolve() == Path(root).resolve() else RunFolder(output)
+    log_rel = "logs/render.log"
+    folder.check_writable([log_rel])
+    before = {}
+    if target is not None:
+        target.check_links()
+        before = target.snapshot("_build") if (target.path / "_build").is_dir() else {}
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(run_dir), "--path-output", str(output), "--keep-going"]
+    if strict:
+        cmd[3:3] = ["-n", "-W"]
+    log_path = folder.write(log_rel, "")
+    print(f"rendering ({'-n -W' if strict else 'lenient'}) ... full log: {log_path}", file=stream, flush=True)
+    t0 = time.perf_counter()
+    try:
+        with open(log_path, "w") as log:
+            res = subprocess.run(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT)
+    finally:
+        folder.record(log_rel)
+        if target is not None and (target.path / "_build").is_dir():
+            target.adopt("_build", before)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", log_path.read_text(errors="replace"))
+    problems = [ln for ln in text.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL)\b|^Traceback", ln)]
+    for line in problems[:20]:
+        print(f"  {line}", file=stream)
+    if len(problems) > 20:
+        print(f"  ... and {len(problems) - 20} more in the log", file=stream)
+    if res.returncode:
+        print(f"gelib batch: rendering failed ({len(problems)} warnings or errors); see {log_path}", file=stream)
+        return 1
+    index = output / "_build" / "html" / "index.html"
+    print(f"book: {index} (rendered in {time.perf_counter() - t0:.0f} s)", file=stream)
+    return 0
