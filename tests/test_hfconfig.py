@@ -1,7 +1,9 @@
 """--hf-config: a model's config.json gives the layer of the matching preset; a bad one is a one-line error."""
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -15,11 +17,19 @@ from gelib.config import ConfigError
 from gelib.hfconfig import MAX_BYTES, HFDims, dims_from_hf_config, read_hf_config
 from gelib.presets import PRESETS
 
-DATA = Path(__file__).parent / "data" / "hf"
+DATA = Path(__file__).parent / "data" / "hf"  # extra/: families the book's table (the top folder) leaves out
 
 
 def layer(*argv):
     return config_from_args(build_parser().parse_args(["law", *argv]))
+
+
+def status_of(argv):
+    """The exit status of ``main(argv)``, whether it returns it or raises SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
 
 
 @pytest.mark.parametrize(
@@ -38,7 +48,7 @@ def test_a_config_gives_the_presets_layer(file, preset, capsys):
 
 
 def test_every_shipped_config_names_its_source():
-    for path in DATA.glob("*.json"):
+    for path in DATA.rglob("*.json"):
         assert read_hf_config(path)["_source"].startswith("the attention fields of https://huggingface.co/")
 
 
@@ -90,9 +100,7 @@ def test_head_dim_and_text_config():
 def test_a_config_it_cannot_interpret_names_the_field(cfg, message, tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    with pytest.raises(SystemExit) as e:
-        main(["compare", "--hf-config", str(path), "--seeds", "1"])
-    assert e.value.code == 2
+    assert status_of(["compare", "--hf-config", str(path), "--seeds", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("python -m gelib compare: error: ") and message in err[-1]
 
@@ -165,6 +173,17 @@ PUBLISHED = [
     ("llava-1.5-7b-hf.json", 4096, 4096, 32, 32, 128, ()),  # text_config: Vicuna-7B (Llama-2-7B)
     ("opt-1.3b.json", 2048, 2048, 32, 32, 64, ()),
     ("starcoder.json", min(8192, 6144), 6144, 48, 1, 128, ()),  # gpt_bigcode, multi_query
+    # MPT-7B: n_heads, d_model, max_seq_len; attn_config with ALiBi (MPT's positions)
+    ("extra/mpt-7b.json", 2048, 4096, 32, 32, 128, ("attn_config.alibi",)),
+    # DBRX: 48 heads, attn_config.kv_n_heads 8 (GQA), clip_qkv 8, context 32k capped at d
+    ("extra/dbrx-base.json", min(32768, 6144), 6144, 48, 8, 128, ("attn_config.clip_qkv",)),
+    # Whisper large-v3, the encoder (the default stack): 1500 audio positions capped at d = 1280
+    ("extra/whisper-large-v3.json", min(1500, 1280), 1280, 20, 20, 64, ()),
+    ("extra/bart-large.json", 1024, 1024, 16, 16, 64, ()),  # the encoder: 16 heads, 1024 positions
+    # vision transformers: (224 / 16)^2 = 196 patches, plus the class token (DeiT: class and distillation)
+    ("extra/vit-base-patch16-224.json", 196 + 1, 768, 12, 12, 64, ()),
+    ("extra/deit-base-distilled-patch16-224.json", 196 + 2, 768, 12, 12, 64, ()),
+    ("extra/dinov2-base.json", min((518 // 14) ** 2 + 1, 768), 768, 12, 12, 64, ()),  # 1370 tokens capped at d
 ]
 REFUSED = {"deepseek-v2-lite.json": "kv_lora_rank=512", "falcon-40b.json": "no context length field"}
 
@@ -180,7 +199,7 @@ def test_every_shipped_config_reads_the_published_dimensions(file, n, d, h, h_kv
 
 
 def test_every_shipped_config_is_tested_and_listed_in_sources():
-    shipped = {path.name for path in DATA.glob("*.json")}
+    shipped = {path.relative_to(DATA).as_posix() for path in DATA.rglob("*.json")}
     assert shipped == {row[0] for row in PUBLISHED} | set(REFUSED)
     sources = (DATA / "SOURCES.md").read_text()
     for name in shipped:
@@ -359,6 +378,20 @@ def test_multimodal_text_config(capsys):
     assert top.d == 768
 
 
+def test_a_text_config_beside_a_full_top_level_is_named_as_not_read():
+    top = dims_from_hf_config({**BASE, "text_config": {"hidden_size": 64, "num_attention_heads": 2}})
+    (note,) = [note for note in top.notes if "text_config" in note]
+    assert note.startswith("read the top level") and "text_config is not read" in note
+    assert "hidden_size=64, num_attention_heads=2" in note  # the values it did not use
+    same = dims_from_hf_config({**BASE, "text_config": dict(BASE), "vision_config": {"hidden_size": 1024}})
+    assert any("text_config is not read (its dimensions are the same)" in note for note in same.notes)
+    assert any(note.startswith("not read: vision_config") for note in same.notes)
+    # vice versa: a top level with a width but no head count is read from its text_config, saying so
+    text = dims_from_hf_config({"hidden_size": 2048, "text_config": {**BASE, "hidden_size": 1536}})
+    assert (text.d, text.h) == (1536, 12)
+    assert "the top level has no head count (only hidden_size=2048): read from text_config" in text.notes
+
+
 def test_hf_dims_on_the_namespace():
     args = build_parser().parse_args(["law", "--hf-config", str(DATA / "gemma-2-9b.json")])
     config_from_args(args)
@@ -445,3 +478,295 @@ def test_command_line_errors_for_bad_files_are_one_line(tmp_path):
             timeout=60,
         )
         assert res.returncode == 2 and res.stderr.count("\n") == 1 and message in res.stderr
+
+
+# --- attention blocks (MPT, DBRX) -------------------------------------------------------------------------
+
+
+def test_mpt_and_dbrx_read_attn_config_field_by_field(capsys):
+    cfg = layer("--hf-config", str(DATA / "extra/dbrx-base.json"))
+    assert (cfg.n, cfg.d, cfg.h, cfg.h_kv, cfg.d_k) == (6144, 6144, 48, 8, 128)
+    err = capsys.readouterr().err
+    assert "read d_model=6144, n_heads=48, attn_config.kv_n_heads=8, max_seq_len=32768" in err
+    assert "not modelled: attn_config.clip_qkv=8: queries, keys and values are clipped to [-8, 8]" in err
+    for file in ("extra/dbrx-base.json", "extra/mpt-7b.json"):
+        raw = read_hf_config(DATA / file)
+        dims = read_and_dims(file)
+        text = "\n".join(dims.notes)
+        for field in raw["attn_config"]:  # each field named in full, with its value or judgement
+            assert re.search(rf"attn_config\.{field}=", text), (file, field)
+        assert "attn_config={" not in text and "attn_config=" not in text.replace("attn_config.", "")
+    mpt = read_and_dims("extra/mpt-7b.json")
+    assert (mpt.n, mpt.d, mpt.h, mpt.h_kv) == (2048, 4096, 32, 32)
+    line = mpt.unmodelled[0]
+    assert line.startswith("attn_config.alibi=true: a fixed bias") and "attn_config.alibi_bias_max=8" in line
+    left = next(note for note in mpt.notes if note.startswith("attn_config: left as they are"))
+    assert "attn_config.qk_ln=false (off)" in left and "attn_config.clip_qkv=null (off)" in left
+    assert "attn_config.attn_pdrop=0 (dropout)" in left
+    rope = next(note for note in read_and_dims("extra/dbrx-base.json").notes if "rope_theta" in note)
+    assert "attn_config.rope_theta=500000 (rotary positions" in rope
+
+
+def test_a_known_head_count_beside_attn_config_kv_heads():
+    # the head count under a top-level name, the key/value heads in attn_config: GQA, not h_KV = h
+    dims = dims_from_hf_config(
+        {"num_attention_heads": 48, "d_model": 6144, "max_seq_len": 32768, "attn_config": {"kv_n_heads": 8}}
+    )
+    assert (dims.h, dims.h_kv) == (48, 8)
+    assert "attn_config.kv_n_heads=8" in dims.notes[0]
+    block = dims_from_hf_config({**BASE, "attention_config": {"kv_n_heads": 4, "qk_ln": True, "mystery": 1}})
+    assert block.h_kv == 4
+    assert block.unmodelled_fields == ("attention_config.qk_ln", "attention_config.mystery")
+    assert "attention_config.mystery=1: not recognised" in block.unmodelled[1]
+    with pytest.raises(ConfigError, match="num_key_value_heads=4 and attn_config.kv_n_heads=8 disagree"):
+        dims_from_hf_config({**BASE, "num_key_value_heads": 4, "attn_config": {"kv_n_heads": 8}})
+    with pytest.raises(ConfigError, match="alibi=false and attn_config.alibi=true disagree"):
+        dims_from_hf_config({**BASE, "alibi": False, "attn_config": {"alibi": True}})
+    with pytest.raises(ConfigError, match="field 'attn_config' must be a JSON object, got 'alibi'"):
+        dims_from_hf_config({**BASE, "attn_config": "alibi"})
+
+
+@pytest.mark.parametrize(
+    "block, h_kv, note",
+    [
+        ({"attn_type": "multihead_attention", "kv_n_heads": 1}, 12, "attn_config.kv_n_heads=1 is unused"),
+        ({"attn_type": "multiquery_attention"}, 1, "h_KV = 1 (multi-query attention)"),
+        ({"attn_type": "grouped_query_attention", "kv_n_heads": 4}, 4, "attn_config.kv_n_heads=4"),
+    ],
+)
+def test_mpt_attn_type_decides_the_key_value_heads(block, h_kv, note):
+    dims = dims_from_hf_config({**BASE, "attn_config": block})
+    assert dims.h_kv == h_kv and any(note in line for line in dims.notes)
+
+
+def test_mpt_attention_fields_that_change_the_layer():
+    dims = dims_from_hf_config(
+        {**BASE, "attn_config": {"softmax_scale": 0.25, "prefix_lm": True, "qk_gn": True, "sliding_window_size": -1}}
+    )
+    assert dims.unmodelled_fields == ("attn_config.softmax_scale", "attn_config.qk_gn", "attn_config.prefix_lm")
+    assert "beta = 2 in the paper's form" in dims.unmodelled[0]  # 0.25 sqrt(64)
+    assert "attn_config.sliding_window_size=-1: no sliding window" in dims.notes
+    with pytest.raises(ConfigError, match="attn_config.attn_type='torch' is not one of multihead_attention"):
+        dims_from_hf_config({**BASE, "attn_config": {"attn_type": "torch"}})
+    with pytest.raises(ConfigError, match="grouped_query_attention and no key/value head count.*--h-kv"):
+        dims_from_hf_config({**BASE, "attn_config": {"attn_type": "grouped_query_attention"}})
+
+
+# --- encoder-decoders: --stack ------------------------------------------------------------------------------
+
+
+def test_whisper_reads_the_encoder_by_default_and_the_decoder_with_stack(capsys):
+    cfg = layer("--hf-config", str(DATA / "extra/whisper-large-v3.json"))
+    assert (cfg.n, cfg.d, cfg.h, cfg.h_kv, cfg.d_k) == (1280, 1280, 20, 20, 64)
+    err = capsys.readouterr().err
+    assert "read d_model=1280, encoder_attention_heads=20, max_source_positions=1500" in err
+    assert "read the encoder stack" in err and "(the default; --stack decoder reads the decoder's)" in err
+    assert "decoder_attention_heads=20, max_target_positions=448 not read" in err
+    cfg = layer("--hf-config", str(DATA / "extra/whisper-large-v3.json"), "--stack", "decoder")
+    assert (cfg.n, cfg.d, cfg.h, cfg.d_k) == (448, 1280, 20, 64)
+    err = capsys.readouterr().err
+    assert "read d_model=1280, decoder_attention_heads=20, max_target_positions=448" in err
+    assert "read the decoder stack, its self-attention (causal; its cross-attention" in err
+    bart = read_and_dims("extra/bart-large.json")
+    assert any("read the encoder stack" in note for note in bart.notes)
+    decoder = dims_from_hf_config(read_hf_config(DATA / "extra/bart-large.json"), stack="decoder")
+    assert (decoder.n, decoder.h) == (1024, 16) and "decoder_attention_heads=16" in decoder.notes[0]
+
+
+def test_t5_and_sub_configuration_stacks():
+    t5 = read_hf_config(DATA / "t5-3b.json")
+    notes = dims_from_hf_config(t5).notes
+    assert any("whose stacks share these dimensions: read the encoder's self-attention" in n for n in notes)
+    decoder = dims_from_hf_config(t5, stack="decoder")
+    assert decoder.d_k == 128 and any("read the decoder's self-attention (causal" in n for n in decoder.notes)
+    # EncoderDecoderModel: one sub-configuration per stack
+    pair = {
+        "model_type": "encoder-decoder",
+        "is_encoder_decoder": True,
+        "encoder": {**BASE, "model_type": "bert"},
+        "decoder": {"n_embd": 1024, "n_head": 16, "n_positions": 1024, "model_type": "gpt2"},
+    }
+    assert dims_from_hf_config(pair).d == 768
+    decoder = dims_from_hf_config(pair, stack="decoder")
+    assert (decoder.d, decoder.h) == (1024, 16) and "read the 'decoder' sub-configuration" in decoder.notes[1]
+
+
+def test_stack_is_refused_for_a_config_of_one_stack(capsys):
+    with pytest.raises(ConfigError, match="--stack decoder: not an encoder-decoder .*leave --stack out"):
+        layer("--hf-config", str(DATA / "gpt2.json"), "--stack", "decoder")
+    trocr = {"d_model": 1024, "decoder_attention_heads": 16, "decoder_layers": 12, "max_position_embeddings": 512}
+    dims = dims_from_hf_config(trocr)  # one stack, named
+    assert dims.h == 16 and any(n.startswith("one stack, the decoder (decoder_attention_heads)") for n in dims.notes)
+    with pytest.raises(ConfigError, match="--stack encoder: no encoder_attention_heads field; the config has only"):
+        dims_from_hf_config(trocr, stack="encoder")
+    with pytest.raises(ConfigError, match="--stack decoder needs --hf-config"):
+        layer("--preset", "bert-base", "--stack", "decoder")
+    assert status_of(["law", "--hf-config", str(DATA / "extra/vit-base-patch16-224.json"), "--stack", "encoder"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("python -m gelib law: error: ") and "not an encoder-decoder" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_stack_flag_in_help(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["law", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--stack {encoder,decoder}" in text and "encoder (the default)" in text
+
+
+# --- the command line fills what the file lacks -------------------------------------------------------------
+
+
+def test_flags_fill_fields_the_config_lacks(tmp_path, capsys):
+    dbrx = read_hf_config(DATA / "extra/dbrx-base.json")
+    del dbrx["n_heads"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dbrx))
+    cfg = layer("--hf-config", str(path), "--h", "48")
+    assert (cfg.n, cfg.d, cfg.h, cfg.h_kv, cfg.d_k) == (6144, 6144, 48, 8, 128)  # the file's 8 KV heads kept
+    err = capsys.readouterr().err
+    assert "h = 48 from --h: the config has no attention-head count field" in err
+    assert "overridden on the command line" not in err
+    with pytest.raises(ConfigError, match="no attention-head count field .*; give it with --h"):
+        layer("--hf-config", str(path))
+    # a width, a head width that d / h does not give, key/value heads, a context length
+    dims = dims_from_hf_config({"num_attention_heads": 12, "max_position_embeddings": 512}, d=768)
+    assert (dims.d, dims.d_k, dims.filled) == (768, 64, ("d",))
+    odd = {"hidden_size": 768, "num_attention_heads": 10, "max_position_embeddings": 512}
+    with pytest.raises(ConfigError, match="is not divisible by num_attention_heads=10; give the head width with --dk"):
+        dims_from_hf_config(odd)
+    assert dims_from_hf_config(odd, d_k=80).d_k == 80
+    assert dims_from_hf_config(BASE, h_kv=4).h_kv == 4 and dims_from_hf_config(BASE, h_kv=4).filled == ("h_kv",)
+    assert dims_from_hf_config({**BASE, "num_key_value_heads": 2}, h_kv=4).h_kv == 2  # read: the caller overrides
+    cfg = layer("--hf-config", str(DATA / "falcon-40b.json"), "--n", "2048")
+    err = capsys.readouterr().err
+    assert cfg.n == 2048 and "n = 2048 from --n: the config has no context length field" in err
+    assert "overridden" not in err
+    with pytest.raises(ConfigError, match="--h must be a positive integer"):
+        dims_from_hf_config(BASE, h=0)
+
+
+# --- vision transformers: the token count -------------------------------------------------------------------
+
+
+def test_vision_transformers_count_patches_and_class_tokens(capsys):
+    cfg = layer("--hf-config", str(DATA / "extra/vit-base-patch16-224.json"))  # no --n needed
+    assert (cfg.n, cfg.d, cfg.h, cfg.d_k) == (197, 768, 12, 64)
+    err = capsys.readouterr().err
+    assert "read hidden_size=768, num_attention_heads=12, image_size=224, patch_size=16" in err
+    assert "197 tokens, (224 / 16)^2 = 196 patches and the class token" in err
+    deit = read_and_dims("extra/deit-base-distilled-patch16-224.json")
+    assert deit.context == 198 and any("the class and distillation tokens (DeiT)" in n for n in deit.notes)
+    dinov2 = read_and_dims("extra/dinov2-base.json")
+    assert (dinov2.context, dinov2.n) == (1370, 768)
+    assert any("1370 tokens, (518 / 14)^2 = 1369 patches and the class token" in n for n in dinov2.notes)
+    vit = {"model_type": "vit", "hidden_size": 1024, "num_attention_heads": 16, "patch_size": 16}
+    registers = {**vit, "model_type": "dinov2_with_registers", "image_size": 224, "num_register_tokens": 4}
+    assert dims_from_hf_config(registers).n == 196 + 1 + 4
+    assert dims_from_hf_config({**vit, "image_size": [384, 224]}).n == 24 * 14 + 1
+    assert dims_from_hf_config({**vit, "image_size": 230}).n == 14 * 14 + 1  # the grid rounded down
+    beit = dims_from_hf_config({**vit, "model_type": "beit", "image_size": 224, "use_relative_position_bias": True})
+    assert beit.n == 197 and beit.unmodelled_fields == ("use_relative_position_bias",)
+    # a vision model of another family: --n, with a hint
+    with pytest.raises(ConfigError, match="give the context length with --n .of a vision model: its token count"):
+        dims_from_hf_config({**vit, "model_type": "clip_vision_model", "image_size": 224})
+    with pytest.raises(ConfigError, match="patch_size=16 is larger than image_size=8"):
+        dims_from_hf_config({**vit, "image_size": 8})
+
+
+# --- absurd values: one-line errors naming the field ---------------------------------------------------------
+
+
+def test_a_huge_integer_in_the_file_is_refused_naming_the_field(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    huge = "9" * 5000  # past Python's limit of 4300 digits for int(str)
+    path.write_text(f'{{"hidden_size": {huge}, "num_attention_heads": 12, "max_position_embeddings": 512}}')
+    with pytest.raises(ConfigError, match="field 'hidden_size' is an integer of 5000 digits"):
+        read_hf_config(path)
+    path.write_text(json.dumps({**BASE, "attn_config": {"kv_n_heads": 8}}).replace("8}", f"-{huge}}}"))
+    with pytest.raises(ConfigError, match="field 'attn_config.kv_n_heads' is an integer of 5000 digits"):
+        read_hf_config(path)
+    assert status_of(["law", "--hf-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "attn_config.kv_n_heads" in err and "Traceback" not in err
+
+
+def value_id(value):
+    """A test id (pytest's str() of a 5000-digit integer would fail)."""
+    return f"int{len(bin(value))}bits" if isinstance(value, int) and abs(value) > 2**64 else repr(value)
+
+
+@pytest.mark.parametrize(
+    "value", [10**5000, 10**400, 2**31, -1, 0, 768.0, 1.5, math.inf, math.nan, True, "768", [768], None], ids=value_id
+)
+def test_an_absurd_width_is_a_config_error_naming_it(value):
+    cfg = {**BASE, "hidden_size": value}
+    if value is None:  # null is absent: the width is missing
+        with pytest.raises(ConfigError, match="no model width field"):
+            dims_from_hf_config(cfg)
+        return
+    with pytest.raises(ConfigError) as e:
+        dims_from_hf_config(cfg)
+    message = str(e.value)
+    assert "field 'hidden_size' must be a positive integer" in message and len(message) < 300
+
+
+VIT = {"model_type": "vit", "hidden_size": 768, "num_attention_heads": 12, "image_size": 224, "patch_size": 16}
+WHISPER = {"d_model": 1280, "encoder_attention_heads": 20, "max_source_positions": 1500}
+# (configuration, field, where it goes: None the top level, else the block); every field read that takes a size
+SIZES = [
+    (BASE, "num_attention_heads", None),
+    (BASE, "num_key_value_heads", None),
+    (BASE, "head_dim", None),
+    (BASE, "v_head_dim", None),
+    (BASE, "max_position_embeddings", None),
+    (BASE, "sliding_window", None),
+    (BASE, "relative_attention_num_buckets", None),
+    (BASE, "kv_n_heads", "attn_config"),
+    (BASE, "sliding_window_size", "attn_config"),
+    ({"d_model": 768, "n_heads": 12, "max_seq_len": 512}, "n_heads", None),
+    ({"d_model": 768, "n_heads": 12, "max_seq_len": 512}, "max_seq_len", None),
+    (WHISPER, "encoder_attention_heads", None),
+    (WHISPER, "max_source_positions", None),
+    (VIT, "image_size", None),
+    (VIT, "patch_size", None),
+]
+
+
+@pytest.mark.parametrize("cfg, field, block", SIZES)
+@pytest.mark.parametrize("value", [10**5000, 2**31, -2, 0, 64.0, True, "64"], ids=value_id)
+def test_every_size_read_refuses_absurd_values_naming_the_field(cfg, field, block, value):
+    cfg = {**cfg, block: {field: value}} if block else {**cfg, field: value}
+    with pytest.raises(ConfigError) as e:
+        dims_from_hf_config(cfg)
+    assert repr(f"{block}.{field}" if block else field) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "field, block, values",
+    [
+        ("attn_logit_softcapping", None, [-1.0, 0, math.inf, math.nan, True, "50"]),
+        ("query_pre_attn_scalar", None, [-1.0, 0, math.inf, True, "64"]),
+        ("attention_multiplier", None, [-1.0, 0, math.inf, 1e308, True]),
+        ("softmax_scale", "attn_config", [-1.0, 0, math.inf, 1e308, "0.1"]),
+        ("clip_qkv", "attn_config", [-8, 0, math.nan, True]),
+        ("alibi_bias_max", "attn_config", [-8, 0, math.nan]),
+        ("multi_query", None, [1, "true"]),
+        ("alibi", "attn_config", [1, "true"]),
+        ("qk_ln", "attn_config", [0, "false"]),
+        ("is_encoder_decoder", None, [1, "yes"]),
+        ("use_relative_position_bias", None, [1]),
+        ("model_type", None, [1, ["t5"], {"t5": 1}]),
+        ("position_embedding_type", None, [3, ["relative_key"]]),
+        ("attn_type", "attn_config", [1, ["multihead_attention"], "torch"]),
+        ("layer_types", None, ["full_attention", [1, 2]]),
+        ("text_config", None, ["llama", [1]]),
+    ],
+)
+def test_every_other_field_read_refuses_absurd_values_naming_the_field(field, block, values):
+    for value in values:
+        extra = {"alibi": True} if field == "alibi_bias_max" else {}
+        cfg = {**BASE, block: {field: value, **extra}} if block else {**BASE, field: value}
+        with pytest.raises(ConfigError) as e:
+            dims_from_hf_config(cfg)
+        assert (f"{block}.{field}" if block else field) in str(e.value), value
