@@ -207,7 +207,8 @@ def plan_note(cfgs: Sequence[AttentionConfig], seeds: int, rates=None) -> str:
     """One line on a chapter's planned simulations: how many layers, and their :func:`simulation_seconds`."""
     layers = len(dict.fromkeys(cfgs))
     secs = simulation_seconds(cfgs, seeds, rates)
-    where = f"at least {secs:.0f} s on this CPU from their sizes" if secs is not None else "no estimate off a CPU"
+    floor = f"at least {secs:.0f} s" if secs is not None and round(secs) >= 1 else "under 1 s"
+    where = f"{floor} on this CPU from their sizes" if secs is not None else "no estimate off a CPU"
     return f"{layers} softmax layers to simulate, {seeds} seeds each; {where}"
 
 

@@ -100,30 +100,73 @@ def layer_bytes(
     arrays, not of XLA's scheduling: measured peaks stay within a factor 2 of
     the total (``tests/test_memory.py``)."""
 
+    parts = dict.fromkeys(PARTS, 0)
+    for part, nbytes, _ in _terms(cfg, models, path, seeds):
+        parts[part] += nbytes
+    return parts
+
+
+#: The parts of :func:`layer_bytes`, in order.
+PARTS = ("draw", "heads", "output", "gram", "host", "spectra")
+
+# What to lower where a term of the estimate is the largest: the dimensions it grows with, and why.
+_LOWER_N2 = "n (the n x n scores and Gram matrices grow as n^2)"
+_LOWER_QKV = "n, h or d_K (the queries, keys and values, n x d_K per head)"
+_LOWER_KV = "h, d_K or d_V (the d_K x d_V products K^T V of every head)"
+_LOWER_WO = "d_O (d unless --do is given), h or d_V (the output weights W^O, h d_V x d_O)"
+_LOWER_X = "d (the n x d input X of the literal path, and the d x n Gaussian matrix it is drawn from)"
+_LOWER_W = "d (the weights W^Q, W^K, W^V of the literal path, d x d_K per head)"
+_LOWER_HEADS = "n, h or d_V (the stacked head outputs, h x n x d_V per model)"
+_LOWER_Y = "d_O (d unless --do is given) or n (the outputs Y = U W^O, n x d_O per model)"
+_LOWER_P = "h or d_V (the output stage's h d_V x h d_V factor)"
+_LOWER_SEEDS = "--seeds (the eigenvalues of every seed are held at once, seeds x n per model)"
+
+
+def _terms(cfg: AttentionConfig, models: Iterable[str], path: str, seeds: int) -> list[tuple[str, int, str]]:
+    """The terms of :func:`layer_bytes`: ``(part, bytes, what to lower)`` for each array
+    (or group of arrays alike), where "what to lower" names the dimensions the term grows
+    with, for :func:`check_memory`'s advice."""
     models = check_models(models)
     m = len(models)
     b = np.dtype(cfg.dtype).itemsize
     n, d, h, h_kv, d_k, d_v, d_o = cfg.n, cfg.d, cfg.h, cfg.h_kv, cfg.d_k, cfg.d_v, cfg.d_o
-    draw = draw_bytes(cfg, path)
+    draw_bytes(cfg, path)  # refuses a path that is neither "fast" nor "literal"
+    v = 0 if cfg.tie_kv else h_kv * n * d_v
+    terms = [
+        ("draw", (h * n * d_k + h_kv * n * d_k + v) * b, _LOWER_QKV),
+        ("draw", h * d_v * d_o * b, _LOWER_WO),
+    ]
     if path == "literal":
-        draw += d * n * b  # the Gaussian d x n matrix whose Q factor gives X
+        weights = h * d * d_k + h_kv * d * d_k + (0 if cfg.tie_kv else h_kv * d * d_v)
+        terms += [("draw", 2 * n * d * b, _LOWER_X), ("draw", weights * b, _LOWER_W)]
     square = max(_HEAD_SQUARES[x] for x in models) * n * n * b
-    small = 4 * n * max(d_k, d_v) * b + 2 * h_kv * (d_k * d_v + d_v * d_v) * b  # per-head vectors, K^T V, roots
-    heads = square + small + m * h * n * d_v * b
+    vectors = 4 * n * max(d_k, d_v) * b  # per-head vectors
+    products = 2 * h_kv * (d_k * d_v + d_v * d_v) * b  # K^T V and the roots
+    terms += [
+        ("heads", square, _LOWER_N2),
+        ("heads", vectors, _LOWER_QKV),
+        ("heads", products, _LOWER_KV),
+        ("heads", m * h * n * d_v * b, _LOWER_HEADS),
+    ]
     widen = 0 if b == F64 else F64  # float32 outputs are widened to float64 before the Gram matrices
     p = h * d_v
     route = "direct" if path == "literal" else output_route(cfg, m)
     if route == "direct":
-        output = m * n * d_o * (b + widen)
+        terms.append(("output", m * n * d_o * (b + widen), _LOWER_Y))
     elif route == "bartlett":
-        output = m * n * p * (b + widen + F64) + p * p * F64
+        terms += [("output", m * n * p * (b + widen + F64), _LOWER_HEADS), ("output", p * p * F64, _LOWER_P)]
     else:  # "qr": U (m n x p) and its transpose (the device's QR), R (m n x m n), the Gaussian factor, R^T G
         big = m * n
-        output = big * p * (2 * b + widen) + big * big * F64 + 2 * big * min(big, d_o) * F64
-    gram = m * n * n * F64 * (2 if seeds > 1 else 1)
-    host = m * n * n * F64 + 4 * n * F64
-    spectra = (m + _SPECTRA_COPIES) * seeds * n * F64
-    return {"draw": draw, "heads": heads, "output": output, "gram": gram, "host": host, "spectra": spectra}
+        terms += [
+            ("output", big * p * (2 * b + widen), _LOWER_HEADS),
+            ("output", big * big * F64 + 2 * big * min(big, d_o) * F64, _LOWER_N2),
+        ]
+    terms += [
+        ("gram", m * n * n * F64 * (2 if seeds > 1 else 1), _LOWER_N2),
+        ("host", m * n * n * F64 + 4 * n * F64, _LOWER_N2),
+        ("spectra", (m + _SPECTRA_COPIES) * seeds * n * F64, _LOWER_SEEDS),
+    ]
+    return terms
 
 
 def estimate_bytes(
@@ -180,10 +223,17 @@ def check_memory(
     """Raise :class:`MemoryLimitError` when the estimate (:func:`layer_bytes`)
     exceeds ``limit`` bytes (default: :func:`available_bytes`; no check when
     that cannot be read); return the estimate otherwise.  The message gives
-    the estimate, its largest parts and the limit, and advises lowering
-    ``seeds`` where the spectra of all seeds are the largest part, else ``n``."""
+    the estimate, its largest parts and the limit, and advises lowering the
+    dimensions that the largest array of the estimate grows with: ``n`` for the
+    ``n x n`` scores and Gram matrices, ``d`` for the input and the weights of
+    the literal path, ``d_O`` (which is ``d`` unless given) for ``W^O`` and the
+    outputs ``Y``, ``h`` and ``d_V`` for the stacked head outputs, ``--seeds``
+    for the eigenvalues of every seed."""
     models = tuple(models)
-    parts = layer_bytes(cfg, models, path, seeds)
+    terms = _terms(cfg, models, path, seeds)
+    parts = dict.fromkeys(PARTS, 0)
+    for part, nbytes, _ in terms:
+        parts[part] += nbytes
     total = sum(parts.values())
     if limit is None:
         limit, source = available_bytes()
@@ -195,14 +245,11 @@ def check_memory(
     if total > limit:
         top = sorted(parts.items(), key=lambda kv: -kv[1])[:3]
         detail = ", ".join(f"{name} {format_size(v)}" for name, v in top)
-        if top[0][0] == "spectra":  # many seeds of a small layer
-            lower = "lower --seeds (the eigenvalues of every seed are held at once, seeds x n per model)"
-        else:
-            lower = "lower n (the n x n scores and Gram matrices grow as n^2)"
+        lower = "lower " + max(terms, key=lambda t: t[1])[2]  # the dimensions of the largest array
         raise MemoryLimitError(
             f"this layer needs about {format_size(total)} of memory ({detail}; n={cfg.n}, d={cfg.d}, "
-            f"{len(models)} models, {seeds} seed{'s' * (seeds != 1)}, {path} path) but {format_size(limit)} "
-            f"is {source}; {lower} {advice}"
+            f"{len(models)} model{'s' * (len(models) != 1)}, {seeds} seed{'s' * (seeds != 1)}, {path} path) "
+            f"but {format_size(limit)} is {source}; {lower} {advice}"
         )
     return total
 

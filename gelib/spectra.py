@@ -555,12 +555,25 @@ def attention_spectrum(key: jax.Array, cfg: AttentionConfig) -> np.ndarray:
 
 
 def _progress(total: int, enabled: bool, desc: str):
-    """A progress bar on stderr that appears only for runs longer than two seconds."""
-    if not enabled:
+    """A progress bar on stderr that appears only for runs longer than two seconds; none
+    where stderr cannot be written (closed, ``2>&-``, where Python makes it ``None``, or a
+    file descriptor that is no longer open), so that a bar never fails the run it shows."""
+    import io
+    import os
+    import sys
+
+    stream = sys.stderr
+    if not enabled or stream is None or getattr(stream, "closed", False):
+        return None
+    try:
+        os.fstat(stream.fileno())
+    except io.UnsupportedOperation:  # an in-memory stream (a test's capture): writable, no descriptor
+        pass
+    except (OSError, ValueError, AttributeError):  # a closed descriptor, or no file object at all
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, delay=2.0, leave=False)
+    return tqdm(total=total, desc=desc, delay=2.0, leave=False, file=stream)
 
 
 # --- distances ------------------------------------------------------------------

@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +39,14 @@ def error_line(err: str, command: str) -> str:
 
 def run(args):
     return subprocess.run([sys.executable, "-m", "gelib", *args], capture_output=True, text=True, timeout=600)
+
+
+def exit_status(argv) -> int:
+    """main's exit status, returned or raised (argparse's errors raise SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
 
 
 # --- the law: a correct number or a refusal ------------------------------------------------
@@ -149,9 +158,7 @@ def test_compare_refuses_a_layer_too_large_for_the_memory():
 
 
 def test_compare_refuses_a_layer_over_max_memory(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["compare", *TINY, "--seeds", "2", "--max-memory", "50kB"])  # the estimate is 74 kB
-    assert e.value.code == 2
+    assert exit_status(["compare", *TINY, "--seeds", "2", "--max-memory", "50kB"]) == 2  # the estimate is 74 kB
     line = error_line(capsys.readouterr().err, "compare")
     assert "but 50 kB is the limit (--max-memory)" in line
     with pytest.raises(SystemExit):
@@ -161,9 +168,12 @@ def test_compare_refuses_a_layer_over_max_memory(capsys):
 
 def test_compare_refuses_spectra_that_overflow(capsys):
     cfg = AttentionConfig(n=64, d=64, h=4, d_k=16)
-    with pytest.raises(SystemExit) as e:
-        main(["compare", *SMALL, "--beta", repr(cfg.beta_max), "--models", "yf,yf_ring", "--seeds", "1", "--quiet"])
-    assert e.value.code == 2
+    assert (
+        exit_status(
+            ["compare", *SMALL, "--beta", repr(cfg.beta_max), "--models", "yf,yf_ring", "--seeds", "1", "--quiet"]
+        )
+        == 2
+    )
     assert "overflow float64" in error_line(capsys.readouterr().err, "compare")
 
 
@@ -208,9 +218,7 @@ def one_error_line(capsys, command: str) -> str:
     ],
 )
 def test_compare_refuses_a_beta_outside_its_range(beta, message, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["compare", "--preset", "bert-base", "--beta", beta, "--json", "--quiet"])
-    assert e.value.code == 2
+    assert exit_status(["compare", "--preset", "bert-base", "--beta", beta, "--json", "--quiet"]) == 2
     assert message in one_error_line(capsys, "compare")
 
 
@@ -222,9 +230,7 @@ def test_the_beta_floor_depends_on_the_models_and_the_dtype(capsys):
         (["--models", "yg_sigma_f,yg"], "1.5e-06"),
         (["--models", "yf,yg"], "1.5e-152"),
     ]:
-        with pytest.raises(SystemExit) as e:
-            main(["compare", *TINY_LAYER, "--beta", "1e-300", *args, "--quiet"])
-        assert e.value.code == 2
+        assert exit_status(["compare", *TINY_LAYER, "--beta", "1e-300", *args, "--quiet"]) == 2
         assert f"the smallest beta computed to four digits is {floor}" in one_error_line(capsys, "compare")
     # just above the floor of yf, yg: the relative W1 of two models equal in law stays a small number
     assert main(["compare", *TINY_LAYER, "--beta", "2e-152", "--models", "yf,yg", "--seeds", "2", "--json"]) == 0
@@ -266,9 +272,7 @@ def test_an_infinite_memory_size_is_named_as_such(capsys):
 
 
 def test_a_billion_seeds_of_a_tiny_layer_are_refused_before_allocating(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["compare", *TINY_LAYER, "--seeds", "1000000000", "--quiet"])
-    assert e.value.code == 2
+    assert exit_status(["compare", *TINY_LAYER, "--seeds", "1000000000", "--quiet"]) == 2
     line = one_error_line(capsys, "compare")
     # (2 models + 3 copies for the distances) x 1e9 seeds x 8 eigenvalues x 8 bytes
     assert "needs about 320 GB of memory (spectra 320 GB" in line and "lower --seeds" in line
@@ -401,3 +405,216 @@ def test_argparse_errors_are_one_line_too(args, capsys):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "usage:" not in err, err
     assert err.startswith(f"python -m gelib{' ' + args[0] if args else ''}: error: ") and "(see --help)" in err
+
+
+# --- figure: its flags and its --csv destination, refused before anything is computed ---------
+
+FAKE_PANEL = {  # the shape of gelib.figure_data.panel's result, two points: no computing
+    "panel": "3a",
+    "quantity": "arrival time",
+    "x_label": "h_KV",
+    "reading": {"epsilon": 0.1, "sigma": 0.1, "horizon": 10.0},
+    "dimensions": {"n": 4096},
+    "series": [{"label": "GE", "kind": "ge", "x": [1.0, 2.0], "y": [0.5, 0.25], "ci95": None}],
+    "table_d1": [],
+}
+FAKE_CSV = (
+    "panel,quantity,series,kind,x,y,ci95\r\n3a,arrival time,GE,ge,1.0,0.5,\r\n3a,arrival time,GE,ge,2.0,0.25,\r\n"
+)
+
+
+@pytest.fixture
+def no_panel(monkeypatch):
+    """figure's panel, which a refusal must never reach."""
+    import bookrun.cli.figure
+
+    monkeypatch.setattr(bookrun.cli.figure, "panel", lambda *a, **k: pytest.fail("computed after a refusal"))
+
+
+@pytest.fixture
+def fake_panel(monkeypatch):
+    """figure's panel, at once (the real one computes for seconds)."""
+    import copy
+
+    import bookrun.cli.figure
+
+    monkeypatch.setattr(bookrun.cli.figure, "panel", lambda name: copy.deepcopy(FAKE_PANEL))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seeds", "0"], "--seeds only applies with --markers"),
+        (["--seed", "3"], "--seed only applies with --markers"),
+        (["--scale", "ci"], "--scale only applies with --markers"),
+        (["--seeds", "3", "--scale", "ci"], "--seeds and --scale only apply with --markers"),
+        (["--force"], "--force only applies with --csv FILE"),
+        (["--csv", "-", "--json"], "both write to standard output"),
+    ],
+)
+def test_figure_refuses_flags_that_do_nothing(args, message, capsys, no_panel):
+    assert exit_status(["figure", "3a", *args]) == 2
+    assert message in one_error_line(capsys, "figure")
+
+
+def test_figure_refuses_a_csv_destination_before_computing(tmp_path, capsys, monkeypatch, no_panel):
+    import tempfile
+
+    import bookrun
+
+    book = Path(bookrun.__file__).resolve().parent.parent / "book"
+    (tmp_path / "target.csv").write_text("mine")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "target.csv")
+    for csv_path, message in [
+        ("", "--csv needs a file name"),
+        (str(tmp_path), "is a folder"),
+        (str(tmp_path / "missing" / "x.csv"), "there is no folder"),
+        (str(tmp_path / "link.csv"), "is a symbolic link"),
+        (str(book / "x.csv"), "inside the repository's own book"),
+    ]:
+        assert exit_status(["figure", "3a", "--csv", csv_path]) == 2
+        assert message in one_error_line(capsys, "figure")
+    assert not (book / "x.csv").exists() and (tmp_path / "target.csv").read_text() == "mine"
+
+    def denied(*args, **kwargs):  # a read-only folder, as root sees one only through the probe
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    assert exit_status(["figure", "3a", "--csv", str(tmp_path / "new.csv")]) == 2
+    assert "Permission denied" in one_error_line(capsys, "figure")
+
+
+def test_figure_csv_dash_is_stdout(tmp_path, capsys, monkeypatch, fake_panel):
+    monkeypatch.chdir(tmp_path)
+    assert main(["figure", "3a", "--csv", "-"]) == 0
+    assert capsys.readouterr().out == FAKE_CSV
+    assert list(tmp_path.iterdir()) == []  # no file named '-'
+
+
+def test_figure_csv_has_the_umasks_mode_and_force_keeps_the_users(tmp_path, capsys, fake_panel):
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "3a.csv"
+        assert main(["figure", "3a", "--csv", str(out)]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o644 and out.read_bytes() == FAKE_CSV.encode()
+        out.write_text("a user's table\n")
+        out.chmod(0o640)
+        assert main(["figure", "3a", "--csv", str(out)]) == 2  # kept without --force
+        assert "exists; pass --force" in one_error_line(capsys, "figure")
+        assert main(["figure", "3a", "--csv", str(out), "--force"]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640 and out.read_bytes() == FAKE_CSV.encode()
+        assert [p.name for p in tmp_path.iterdir()] == ["3a.csv"]  # no temporary file left
+    finally:
+        os.umask(old)
+
+
+def test_a_time_that_rounds_to_zero_is_under_a_second(capsys, monkeypatch, fake_panel):
+    import bookrun.cli.figure
+    from gelib import learning_markers
+
+    monkeypatch.setattr(bookrun.cli.figure, "marker_seconds", lambda *a: 0.3)
+    monkeypatch.setattr(bookrun.cli.figure, "add_simulated_markers", lambda *a, **k: None)
+    assert main(["figure", "3a", "--markers", "--scale", "ci", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "the sampling under 1 s on this CPU" in err and "at least 0 s" not in err
+    monkeypatch.setattr(learning_markers, "simulation_seconds", lambda *a: 0.3)
+    assert learning_markers.plan_note([], 3).endswith("; under 1 s on this CPU from their sizes")
+    monkeypatch.setattr(learning_markers, "simulation_seconds", lambda *a: 12.4)
+    assert learning_markers.plan_note([], 3).endswith("; at least 12 s on this CPU from their sizes")
+
+
+def test_figure_refuses_markers_of_more_seeds_than_the_memory_holds(capsys, monkeypatch, fake_panel):
+    import bookrun.cli.figure
+
+    monkeypatch.setattr(bookrun.cli.figure, "add_simulated_markers", lambda *a, **k: pytest.fail("sampled"))
+    assert exit_status(["figure", "3a", "--markers", "--scale", "ci", "--seeds", str(10**20)]) == 2
+    line = one_error_line(capsys, "figure")
+    assert "of memory" in line and "lower --seeds" in line
+
+
+# --- --seed: what jax.random.key takes, or one line ----------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [str(2**63), str(2**64), str(10**30), "-1", "x", "1e3"])
+@pytest.mark.parametrize(
+    "command",
+    [["compare", *TINY_LAYER], ["report", *TINY_LAYER, "--out", "never"], ["figure", "3a", "--markers"]],
+    ids=["compare", "report", "figure"],
+)
+def test_a_seed_out_of_range_is_one_argparse_line(command, seed, capsys, tmp_path, monkeypatch, no_panel):
+    monkeypatch.chdir(tmp_path)
+    quiet = [] if command[0] == "figure" else ["--quiet"]
+    assert exit_status([*command, "--seed", seed, *quiet]) == 2
+    line = one_error_line(capsys, command[0])
+    assert f"argument --seed: invalid seed value: '{seed}'" in line and "0 <= seed < 2**63" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_largest_seed_runs(capsys):
+    assert main(["compare", *TINY_LAYER, "--seeds", "1", "--seed", str(2**63 - 1), "--json", "--quiet"]) == 0
+    assert strict_json(capsys.readouterr().out)["seed"] == 2**63 - 1
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_huge_seed_count_is_refused_by_the_memory(command, capsys, tmp_path):
+    extra = ["--out", str(tmp_path / "r")] if command == "report" else []
+    assert exit_status([command, *TINY_LAYER, "--seeds", str(10**30), "--quiet", *extra]) == 2
+    assert "lower --seeds" in one_error_line(capsys, command)
+    assert not (tmp_path / "r").exists()
+
+
+# --- a closed stderr: no progress bar, the result all the same -----------------------------------
+
+
+def test_no_progress_bar_where_stderr_cannot_be_written(monkeypatch):
+    from gelib.spectra import _progress
+
+    monkeypatch.setattr(sys, "stderr", None)  # started with 2>&-
+    assert _progress(2, True, "x") is None
+    closed = open(os.devnull, "w")
+    closed.close()
+    monkeypatch.setattr(sys, "stderr", closed)
+    assert _progress(2, True, "x") is None
+    stale = open(os.devnull, "w")  # a file object whose descriptor was closed underneath it
+    os.close(stale.fileno())
+    monkeypatch.setattr(sys, "stderr", stale)
+    try:
+        assert _progress(2, True, "x") is None
+    finally:
+        monkeypatch.undo()
+        try:
+            stale.close()
+        except OSError:
+            pass
+    bar = _progress(2, True, "x")  # a writable stderr (here the test's capture) still has one
+    assert bar is not None
+    bar.close()
+
+
+def test_compare_with_stderr_closed_prints_its_result():
+    res = subprocess.run(
+        f"{sys.executable} -m gelib compare {' '.join(TINY_LAYER)} --seeds 2 --json 2>&-",
+        shell=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0
+    assert strict_json(res.stdout)["rel_w1"]["count"] == 2
+
+
+# --- the memory refusal names the dimension that is too large --------------------------------------
+
+
+def test_a_memory_refusal_names_the_dimension_at_fault(capsys):
+    assert (
+        exit_status(["compare", "--n", "8", "--d", "1000000000", "--h", "1", "--dk", "4", "--max-memory", "1GB"]) == 2
+    )
+    line = one_error_line(capsys, "compare")
+    assert "lower d_O (d unless --do is given)" in line and "lower n" not in line
+    args = ["--n", "8", "--d", "1000000000", "--h", "1", "--dk", "4", "--do", "8", "--path", "literal"]
+    assert exit_status(["compare", *args, "--max-memory", "1GB"]) == 2
+    line = one_error_line(capsys, "compare")
+    assert "lower d (the n x d input X" in line and "lower n" not in line

@@ -159,3 +159,40 @@ def test_an_infinite_size_is_not_a_finite_size():
     with pytest.raises(ValueError, match=r"not a finite size"):
         parse_size("1e300TB")
     assert parse_size("1e300") == int(1e300)  # huge but finite: a size
+
+
+@pytest.mark.parametrize(
+    "fields, path, models, advice",
+    [
+        # d_O = d = 1e9 by default: W^O, h d_V x d_O, is the whole estimate
+        (dict(n=8, d=10**9, h=1, d_k=4), "fast", ("mha", "yg"), "lower d_O (d unless --do is given)"),
+        # the literal path draws the n x d input X and a d x n Gaussian matrix
+        (dict(n=8, d=10**9, h=1, d_k=4, d_o=8), "literal", ("mha", "yg"), "lower d (the n x d input X"),
+        (dict(n=8, d=10**8, h=1, d_k=4, d_o=8), "literal", ("mha",), "lower d ("),
+        # the n x n arrays
+        (dict(n=100_000, d=100_000, h=1, d_k=1), "fast", ("mha", "yg"), "lower n (the n x n scores"),
+        # many wide heads at a short context: the per-head products K^T V
+        (dict(n=8, d=10**8, h=1000, d_k=1000, d_o=8), "fast", ("mha", "yg"), "lower h, d_K or d_V"),
+    ],
+)
+def test_the_advice_names_the_dimension_that_dominates(fields, path, models, advice):
+    cfg = AttentionConfig(**fields)
+    with pytest.raises(MemoryLimitError) as e:
+        check_memory(cfg, models, path, limit=parse_size("1GB"))
+    text = str(e.value)
+    assert advice in text, text
+    if "lower n" not in advice:
+        assert "lower n" not in text
+    assert (f"{len(models)} model, " if len(models) == 1 else f"{len(models)} models, ") in text
+
+
+def test_the_terms_of_the_advice_add_up_to_the_parts():
+    from gelib.memory import PARTS, _terms
+
+    cfg = AttentionConfig(n=24, d=40, h=4, h_kv=2, d_k=6, d_o=20)
+    for path in ("fast", "literal"):
+        parts = layer_bytes(cfg, ("mha", "yg"), path, 3)
+        assert tuple(parts) == PARTS
+        for part in PARTS:
+            assert parts[part] == sum(b for p, b, _ in _terms(cfg, ("mha", "yg"), path, 3) if p == part)
+    assert layer_bytes(cfg, ("mha", "yg"), "literal")["draw"] == draw_bytes(cfg, "literal") + 40 * 24 * 8

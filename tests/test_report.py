@@ -47,12 +47,18 @@ def test_parameter_count_by_hand():
     assert attention_parameters(tied) == 16 * 2 * 4 + 16 * 2 * 4 + 2 * 4 * 16
 
 
+def exit_status(argv) -> int:
+    """main's exit status, returned or raised (argparse's errors raise SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
 def test_unwritable_folder_is_one_line(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(SystemExit) as e:
-        main(["report", "--preset", "bert-base", "--out", str(blocker / "sub"), "--quiet"])
-    assert e.value.code == 2
+    assert exit_status(["report", "--preset", "bert-base", "--out", str(blocker / "sub"), "--quiet"]) == 2
     assert capsys.readouterr().err.startswith("python -m gelib report: error: cannot write the folder")
 
 
@@ -75,10 +81,8 @@ def snapshot(folder):
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def refused(args, capsys, message):
-    with pytest.raises(SystemExit) as e:
-        main(["report", *args])
-    assert e.value.code == 2
+def refused(args, capsys, message, status=2):
+    assert exit_status(["report", *args]) == status
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("python -m gelib report: error: ") and message in err, err
@@ -168,6 +172,48 @@ def test_a_file_in_place_of_the_folder_is_refused(tmp_path, capsys):
     blocker.write_bytes(b"mine")
     refused([*LAYER, "--out", str(blocker)], capsys, "exists and is not a folder")
     assert blocker.read_bytes() == b"mine"
+
+
+@pytest.fixture
+def no_report(monkeypatch):
+    """report's sampling, which a refusal must never reach."""
+    import bookrun.cli.report
+
+    monkeypatch.setattr(bookrun.cli.report, "make_report", lambda *a, **k: pytest.fail("computed after a refusal"))
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("where", [".git/gelib-report", "book/gelib-report", "gelib/gelib-report", "tests", "tools"])
+def test_a_folder_in_the_repositorys_sources_is_refused(where, capsys, no_report):
+    out = REPO / where
+    existed = out.exists()
+    refused([*LAYER, "--out", str(out)], capsys, "inside the repository's own")
+    assert out.exists() == existed
+
+
+def test_a_symbolic_link_and_an_empty_name_are_refused(tmp_path, capsys, monkeypatch, no_report):
+    real = user_folder(tmp_path)
+    before = snapshot(real)
+    (tmp_path / "link").symlink_to(real)
+    refused([*LAYER, "--out", str(tmp_path / "link")], capsys, "is a symbolic link")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    refused([*LAYER, "--out", str(tmp_path / "dangling")], capsys, "is a symbolic link")
+    monkeypatch.chdir(tmp_path)
+    refused([*LAYER, "--out", ""], capsys, "--out needs a folder name")
+    assert snapshot(real) == before and not (tmp_path / "nowhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "link", "thesis"]  # no report-layer
+
+
+def test_a_law_the_solver_cannot_resolve_is_refused_before_sampling(tmp_path, capsys, no_report):
+    """As law refuses it: at n = 16, beta = 3.5 the density next to the right edge is not integrable."""
+    out = tmp_path / "r"
+    layer = ["--n", "16", "--d", "16", "--h", "1", "--dk", "1", "--beta", "3.5", "--seeds", "2", "--quiet"]
+    refused([*layer, "--out", str(out)], capsys, "numerical failure for the limit law", status=1)
+    assert not out.exists()
+    assert main(["law", *layer[:10], "--density", "5"]) == 1  # law refuses the same layer
+    assert "numerical failure" in capsys.readouterr().err
 
 
 # --- --hf-config: the report's name, and what the model leaves out --------------------------

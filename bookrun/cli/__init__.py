@@ -38,10 +38,12 @@ from gelib.config import ConfigError
 from . import batch, compare, figure, law, presets, render, report
 from .common import PROG, CommandParser, add_config_args, config_from_args, report_error
 
-__all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKEN_PIPE_STATUS"]
+__all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKEN_PIPE_STATUS", "INTERRUPTED_STATUS"]
 
 #: The exit status when the output pipe closed early (``| head``), 128 + SIGPIPE (13), as a shell reports it.
 BROKEN_PIPE_STATUS = 141
+#: The exit status after Ctrl-C, 128 + SIGINT (2), as a shell reports it.
+INTERRUPTED_STATUS = 130
 
 COMMANDS = ("compare", "law", "report", "presets", "figure", "batch", "render")
 _REGISTRATION = (compare, presets, figure, batch, law, report, render)  # the order of the sub-commands in --help
@@ -53,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Gaussian equivalence for multi-head self-attention (Hayase and Karakida, 2026).",
     )
+    parser.add_argument(  # read by main() wherever it stands on the command line
+        "--debug", action="store_true", help="show the traceback of an unexpected error (anywhere on the line)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for module in _REGISTRATION:
         module.register(sub)
@@ -61,21 +66,86 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the sub-command, return
-    its exit status.  A bad command line exits with status 2 (argparse's own
-    errors, and a :class:`~gelib.config.ConfigError` that a sub-command raises);
-    a closed output pipe ends quietly with status 141 (:data:`BROKEN_PIPE_STATUS`)."""
+    its exit status: the one boundary where every failure becomes one line.
+
+    A bad command line exits with status 2 (argparse's own errors, and a
+    :class:`~gelib.config.ConfigError` that a sub-command raises); a closed
+    output pipe ends quietly with status 141 (:data:`BROKEN_PIPE_STATUS`); a
+    closed or full stdout is an error with status 1 (as ``yes >&-`` reports
+    one); Ctrl-C ends with status 130 (128 + SIGINT); any other failure
+    (a numerical one, an ``OverflowError``, a file that cannot be written) is
+    one line ``python -m gelib <command>: error: <what>: <why> (run with
+    --debug for the traceback)`` with status 1, and ``--debug``, anywhere on
+    the command line, shows the traceback instead."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv[: argv.index("--") if "--" in argv else len(argv)]
+    if debug:
+        argv.remove("--debug")
     parser = build_parser()
+    command = next((a for a in argv if a in COMMANDS), "")
     try:
         args = parser.parse_args(argv)  # --help into a closed pipe, too
+        command = args.command
+        if sys.stdout is None:  # started with stdout closed (>&-): nothing could show the result
+            return report_error(command, "standard output is closed; give it a file, or /dev/null", 1)
+        out = sys.stdout = _Watched(sys.stdout)
         try:
             status = args.func(args)
+            sys.stdout.flush()  # a broken pipe or a full disk surfaces here, not in the interpreter's final flush
         except ConfigError as e:
-            raise SystemExit(report_error(args.command, e)) from None
-        sys.stdout.flush()  # a broken pipe surfaces here, not in the interpreter's final flush
+            raise SystemExit(report_error(command, e)) from None
+        except BrokenPipeError:
+            raise
+        except KeyboardInterrupt:
+            return report_error(command, "interrupted (Ctrl-C)", INTERRUPTED_STATUS)
+        except Exception as e:
+            if debug:
+                raise
+            if e is out.failed:
+                _silence_stdout()
+                return report_error(command, f"cannot write standard output: {e.strerror or e}", 1)
+            return report_error(command, f"{_describe(e)} (run with --debug for the traceback)", 1)
+        finally:
+            if sys.stdout is out:
+                sys.stdout = out.stream
         return status
     except BrokenPipeError:
         _silence_stdout()
         raise SystemExit(BROKEN_PIPE_STATUS) from None
+
+
+class _Watched:
+    """stdout as the command sees it, remembering the error of a failed write or flush, so
+    that a full or closed stdout is told from a file that could not be written."""
+
+    def __init__(self, stream):
+        self.stream, self.failed = stream, None
+
+    def write(self, text):
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            self.failed = e
+            raise
+
+    def flush(self):
+        try:
+            return self.stream.flush()
+        except OSError as e:
+            self.failed = e
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _describe(e: BaseException) -> str:
+    """``<kind>: <message>`` of an exception, in one line."""
+    text = " ".join(str(e).split())
+    kind = type(e).__name__
+    if isinstance(e, OSError) and e.strerror:
+        text = f"{e.strerror}" + (f": {e.filename}" if e.filename else "")
+    return f"{kind}: {text}" if text else kind
 
 
 def _silence_stdout() -> None:

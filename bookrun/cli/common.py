@@ -37,11 +37,13 @@ __all__ = [
     "add_config_args",
     "config_from_args",
     "positive_int",
+    "seed_int",
     "positive_int_at_most",
     "memory_size",
     "beta_floor",
     "check_beta",
     "report_error",
+    "one_line",
     "dumps",
     "fmt",
 ]
@@ -77,7 +79,15 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
         "key/value heads, head width (head_dim, d_kv) and context length; n = the context length capped at d "
         "unless --n is given; attention features outside the paper's model (a sliding window, logit "
         "soft-capping, ALiBi, ...) are named on stderr as 'not modelled', and multi-head latent attention "
-        "is refused",
+        "is refused; for a vision transformer (ViT, DeiT, BEiT, DINOv2) n counts its patches and class "
+        "tokens; --d, --h, --h-kv, --dk and --n fill a field the file lacks",
+    )
+    g.add_argument(
+        "--stack",
+        choices=("encoder", "decoder"),
+        help="with --hf-config of an encoder-decoder (Whisper, BART, T5, ...): the stack whose self-attention "
+        "is read, encoder (the default) or decoder (causal; its cross-attention is another layer); "
+        "refused for a config with one stack",
     )
     g.add_argument("--n", type=int, help="context length n (n <= d)")
     g.add_argument("--d", type=int, help="input width d")
@@ -110,24 +120,39 @@ def config_from_args(args: argparse.Namespace) -> AttentionConfig:
     args.hf_dims = None  # the gelib.hfconfig.HFDims read by --hf-config (report.json names its unmodelled fields)
     fields: dict = {}
     hf_config = getattr(args, "hf_config", None)
+    stack = getattr(args, "stack", None)
     if args.preset and hf_config:
         raise ConfigError("give --preset or --hf-config, not both")
+    if stack and not hf_config:
+        raise ConfigError(f"--stack {stack} needs --hf-config (it picks a stack of an encoder-decoder's config.json)")
     if args.preset:
         p = get_preset(args.preset)
         fields = dict(n=p.n, d=p.d, h=p.h, h_kv=p.h_kv, d_k=p.d_k)
     elif hf_config:
         from gelib.hfconfig import dims_from_hf_config, read_hf_config
 
-        dims = dims_from_hf_config(read_hf_config(hf_config), source=hf_config, n=args.n)
+        dims = dims_from_hf_config(
+            read_hf_config(hf_config),
+            source=hf_config,
+            n=args.n,
+            d=args.d,
+            h=args.h,
+            h_kv=args.h_kv,
+            d_k=args.dk,
+            stack=stack,
+        )
         args.hf_dims = dims
         fields = dims.fields()
-        given = [
-            f"--{flag.replace('_', '-')} {getattr(args, flag)}" for flag in _FIELDS if getattr(args, flag) is not None
+        given = [  # a flag that filled a field the file lacks is in the notes already
+            f"--{flag.replace('_', '-')} {getattr(args, flag)}"
+            for flag, field in _FIELDS.items()
+            if getattr(args, flag) is not None and field not in dims.filled
         ]
         notes = [*dims.notes, *(["overridden on the command line: " + ", ".join(given)] if given else [])]
         command = getattr(args, "command", None)
-        for note in notes:  # what was read and assumed, on stderr (stdout may be JSON)
-            print(f"{PROG}{' ' + command if command else ''}: {hf_config}: {note}", file=sys.stderr, flush=True)
+        for note in notes:  # what was read and assumed, on stderr (stdout may be JSON), one line each
+            line = f"{PROG}{' ' + command if command else ''}: {one_line(hf_config)}: {one_line(note)}"
+            print(line, file=sys.stderr, flush=True)
     for flag, field in _FIELDS.items():
         value = getattr(args, flag)
         if value is not None:
@@ -136,7 +161,8 @@ def config_from_args(args: argparse.Namespace) -> AttentionConfig:
     missing = [flag for field, flag in required.items() if field not in fields]
     if missing:
         raise ConfigError(f"give --preset NAME, --hf-config PATH or all of {', '.join(missing)}")
-    if (args.preset or hf_config) and args.h is not None and args.h_kv is None:
+    filled_h = args.hf_dims is not None and "h" in args.hf_dims.filled  # --h filled the file's missing count
+    if (args.preset or hf_config) and args.h is not None and args.h_kv is None and not filled_h:
         fields["h_kv"] = fields["h"]  # a new head count without --h-kv: unshared
     return AttentionConfig(**fields, tie_kv=args.tie_kv, dtype=args.dtype)
 
@@ -151,6 +177,25 @@ def positive_int(text: str) -> int:
 
 
 positive_int.__name__ = "positive integer"  # argparse: "invalid positive integer value: 'x'"
+
+
+#: --seed: jax.random.key takes a signed 64-bit integer; the seeds are its non-negative half.
+SEED_LIMIT = 2**63
+
+
+def seed_int(text: str) -> int:
+    """Argument type of ``--seed``: an integer ``0 <= seed < 2**63``, the non-negative
+    seeds that ``jax.random.key`` takes (a signed 64-bit integer); anything else is
+    argparse's error ``invalid seed value: '<text>'``, with the range named."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"invalid seed value: {text!r} (an integer 0 <= seed < 2**63 = {SEED_LIMIT}, as jax.random.key takes)"
+        )
+    return value
 
 
 def positive_int_at_most(limit: int, why: str) -> Callable[[str], int]:
@@ -266,11 +311,21 @@ def add_command(subparsers: argparse._SubParsersAction, name: str, **kwargs: Any
     return parser
 
 
+def one_line(text: object) -> str:
+    """``text`` on one printable line: a newline, tab or other control character (a path may
+    hold one) is written as its escape (``\\n``), so one note or error stays one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def report_error(command: str, message: object, status: int = 2) -> int:
     """Print ``python -m gelib <command>: error: <message>`` to stderr and
     return ``status`` (the exit status: 2 for a bad command line)."""
     text = " ".join(str(message).split("\n"))  # one line, whatever the message
-    print(f"{PROG} {command}: error: {text}", file=sys.stderr)
+    if sys.stderr is not None:  # None where stderr was closed (2>&-): the exit status still tells
+        try:
+            print(f"{PROG} {command}: error: {text}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # a full or closed stderr
+            pass
     return status
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from gelib.config import ConfigError
 from gelib.presets import get_preset
 
-from .common import add_command, add_config_args, check_beta, config_from_args, dumps, fmt, memory_size
+from .common import add_command, add_config_args, check_beta, config_from_args, dumps, fmt, memory_size, seed_int
 
 __all__ = ["register", "run"]
 
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="two models of Table 1: mha, yf, yf_ring, yg_sigma_f, yg_sigma_g, yg (default mha,yg)",
     )
     c.add_argument("--seeds", type=int, default=10, help="number of independent draws (default 10)")
-    c.add_argument("--seed", type=int, default=0, help="root seed of the JAX key (default 0)")
+    c.add_argument("--seed", type=seed_int, default=0, help="root seed of the JAX key, 0 <= seed < 2**63 (default 0)")
     c.add_argument(
         "--path",
         choices=("fast", "literal"),

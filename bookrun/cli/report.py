@@ -6,13 +6,17 @@ the limit law (``report.png``) and the distances, the predicted first-moment
 shift, the law's edges and atoms and the parameter count (``report.json``),
 computed by :mod:`gelib.report`, and prints a summary.
 
-Everything that can refuse is checked before anything is computed or
-created: the layer, ``beta``, the memory, an earlier report in the folder
-(``report.png`` or ``report.json``: refused unless ``--force``) and whether
-the folder can be written (a probe file, created and removed).  A report
-that fails leaves no folder it created itself behind, and no file in the
-folder other than ``report.png`` and ``report.json`` is ever written or
-removed.
+Everything that can refuse is checked before anything is sampled or
+created: the layer, ``beta``, the memory, the folder (not a file, not a
+symbolic link, not inside the repository's ``.git``, ``book/`` or other
+sources: :func:`bookrun.outputs.check_output_folder`), an earlier report in
+it (``report.png`` or ``report.json``: refused unless ``--force``), whether
+it can be written (a probe file, created and removed), and the layer's limit
+law (a law that the solver cannot resolve in float64, a density that is not
+integrable next to an edge, is refused with status 1, as ``law`` refuses
+it).  A report that fails leaves no folder it created itself behind, and no
+file in the folder other than ``report.png`` and ``report.json`` is ever
+written or removed.
 """
 
 from __future__ import annotations
@@ -24,11 +28,25 @@ from pathlib import Path
 
 import jax
 
-from gelib.config import ConfigError
+from gelib.attention_law import output_law
+from gelib.config import AttentionConfig, ConfigError
+from gelib.freeprob import ConvergenceError, LawError
 from gelib.memory import check_memory
 from gelib.report import REPORT_FILES, make_report, write_report
 
-from .common import add_command, add_config_args, check_beta, config_from_args, fmt, memory_size, positive_int
+from ..outputs import OutputError, check_output_folder
+from .common import (
+    add_command,
+    add_config_args,
+    check_beta,
+    config_from_args,
+    fmt,
+    memory_size,
+    one_line,
+    positive_int,
+    report_error,
+    seed_int,
+)
 
 __all__ = ["register", "run", "report_name"]
 
@@ -49,12 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     add_config_args(p)
     p.add_argument("--seeds", type=positive_int, default=5, help="independent draws (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="root seed of the JAX key (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="root seed of the JAX key, 0 <= seed < 2**63 (default 0)")
     p.add_argument(
         "--out",
         metavar="DIR",
         help="output folder, created if needed (default report-<preset, or the config's folder name>); "
-        "other files in it are left alone",
+        "other files in it are left alone; not a symbolic link, and not inside the repository's .git, "
+        "book/ or other sources",
     )
     p.add_argument(
         "--force",
@@ -91,11 +110,16 @@ def _cannot_write(out: Path, e: OSError) -> ConfigError:
     return ConfigError(f"cannot write the folder {out}: {e.strerror or e}")
 
 
-def _check_folder(out: Path, force: bool) -> None:
-    """Refuse, before anything is created: ``out`` that is not a folder, and an
-    earlier report in it (unless ``force``)."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"cannot write the folder {out}: it exists and is not a folder")
+def _check_folder(name: str, force: bool) -> Path:
+    """The folder ``name`` (``--out``) as a path, once it is known that it may be
+    written; refuse, before anything is created, a destination that
+    :func:`~bookrun.outputs.check_output_folder` refuses (an empty name, a file,
+    a symbolic link, a folder inside the repository's sources, a parent that
+    cannot be written), and an earlier report in it (unless ``force``)."""
+    try:
+        out = check_output_folder(name, "--out")
+    except OutputError as e:
+        raise ConfigError(str(e)) from None
     if out.is_dir() and not force:
         for file in REPORT_FILES:
             if (out / file).exists() or (out / file).is_symlink():
@@ -103,6 +127,7 @@ def _check_folder(out: Path, force: bool) -> None:
                     f"{out / file} already exists (an earlier report); give --force to overwrite "
                     f"{' and '.join(REPORT_FILES)}, or another --out"
                 )
+    return out
 
 
 def _make_folder(out: Path) -> list[Path]:
@@ -149,21 +174,40 @@ def _hf_config_info(args: argparse.Namespace) -> dict | None:
     }
 
 
+def _law_refusal(cfg: AttentionConfig, e: LawError) -> str:
+    """The one line of a limit law that cannot be computed, as ``law`` words it."""
+    where = f"the limit law of the eigenvalues of Y Y^T / n at beta = {cfg.beta:g}"
+    if isinstance(e, ConvergenceError):
+        return (
+            f"numerical failure for {where}: {e}; the solver cannot resolve this law in float64, so the report's "
+            "distances to it cannot be computed (its moments are exact: python -m gelib law --moments K)"
+        )
+    return f"{where}: {e}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``report``; a bad layer, an earlier report (without ``--force``) or an
-    unwritable folder is a one-line error (status 2), raised before anything
-    is computed, and leaves no folder behind that this run created."""
+    unwritable or forbidden folder is a one-line error (status 2), raised before
+    anything is computed; a limit law that cannot be computed in float64 is one
+    line with status 1, before anything is sampled. A failed report leaves no
+    folder behind that this run created."""
     cfg = config_from_args(args)
     hf_info = _hf_config_info(args)
     name = report_name(args)
-    out = Path(args.out or f"report-{name}")
     check_beta(cfg, ("mha", "yg"))
     check_memory(cfg, ("mha", "yg"), "fast", args.seeds, limit=args.max_memory)
-    _check_folder(out, args.force)
+    out = _check_folder(args.out if args.out is not None else f"report-{name}", args.force)
+    try:  # the law first: seconds, where the sampling may take minutes
+        output_law(cfg).check_support()
+    except LawError as e:
+        return report_error("report", _law_refusal(cfg, e), status=1)
     created = _make_folder(out)
     done = False
     try:
-        rep = make_report(jax.random.key(args.seed), cfg, args.seeds, name=name, progress=not args.quiet)
+        try:
+            rep = make_report(jax.random.key(args.seed), cfg, args.seeds, name=name, progress=not args.quiet)
+        except LawError as e:
+            return report_error("report", _law_refusal(cfg, e), status=1)
         try:
             data = write_report(rep, out, extra=None if hf_info is None else {"hf_config": hf_info})
         except OSError as e:
@@ -198,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
             f"not modelled (set in {hf_info['path']}, not part of the model): "
             + ("; ".join(hf_info["not_modelled"]) or "none")
         )
-    lines.append(f"wrote {out / 'report.png'} and {out / 'report.json'} ({data['seconds']:.1f} s)")
+    lines.append(  # the paths on one printable line (a name may hold a newline or an undecodable byte)
+        f"wrote {one_line(out / 'report.png')} and {one_line(out / 'report.json')} ({data['seconds']:.1f} s)"
+    )
     print("\n".join(lines))
     return 0
