@@ -148,7 +148,7 @@ RENDERED = ("_build/html", "_build/.doctrees", "_build/jupyter_execute")
 
 def planned_writes(root: Path, run_dir: Path, all_chapters: list[str]) -> list[str]:
     """Every path a run of the book at ``root`` may write into ``run_dir`` (relative), for
-    :meth:`RunFolder.check_writable` before it starts: the mirror tree, the record, each
+    :meth:`~bookrun.runfolder.RunFolder.check_writable` before it starts: the mirror tree, the record, each
     chapter's notebook, source, log and work files, and every file already in a chapter's
     data folder (``data/<chapter>/``, where it writes its CSVs) and under the folders Jupyter
     Book writes (:data:`RENDERED`)."""
@@ -165,7 +165,7 @@ def planned_writes(root: Path, run_dir: Path, all_chapters: list[str]) -> list[s
 
 def _open_run_dir(root: Path, run_dir: Path, fresh: bool, force: bool, all_chapters: list[str]) -> RunLock:
     """Create (or, with ``force``, clear of what an earlier run recorded) the run folder and lock
-    it; a clear :class:`BatchError`, before anything is written, when it cannot be written, is in
+    it; a clear :class:`~bookrun.chapters.BatchError`, before anything is written, when it cannot be written, is in
     use, holds links that lead outside it, or holds files in the way that a batch did not write."""
     why = unsafe_run_folder(root, run_dir)
     if why:
@@ -253,11 +253,11 @@ def run_batch(
     chapter whose parameters cell has the name (a name no selected chapter has
     is an error); ``out`` is the run folder (default
     ``_build/runs/<scale>-<time>``); ``jobs`` chapters run at once (default
-    :func:`default_jobs`); ``render`` (default: yes) builds the HTML. The
+    :func:`~bookrun.execute.default_jobs`); ``render`` (default: yes) builds the HTML. The
     record keeps that selection, so ``resume`` redoes it: on resume, a
     selection, ``render``, ``jobs``, ``timeout`` or ``parameters`` left out is
     the run's own. Before a run at the paper scale, and instead of the run with
-    ``only_estimate``, prints :func:`estimate`'s table.
+    ``only_estimate``, prints :func:`~bookrun.estimate.estimate`'s table.
 
     Every run renders into its own folder, ``<run>/_build/html``. A run in
     which every chapter of the book ran, once rendered without error, then
@@ -265,7 +265,7 @@ def run_batch(
     selected, or one failed) takes the chapters it did not run from the latest
     complete run of the same scale and parameters (their source where there is
     none) and stays in its folder, so it never replaces a complete book. Raises
-    :class:`BatchError` when the run cannot start."""
+    :class:`~bookrun.chapters.BatchError` when the run cannot start."""
     stream = stream or sys.stderr
     root = Path(root).resolve()
     build = root / "_build"

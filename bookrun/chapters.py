@@ -43,7 +43,7 @@ ROOT_FILES = ("_config.yml", "_toc.yml")
 class BatchError(SystemExit):
     """A run that cannot start: nothing to resume, other parameters, or a run
     folder in the way.  A :class:`SystemExit`, so that a script calling
-    :func:`run_batch` ends with the message; ``python -m gelib batch`` reports it
+    :func:`~bookrun.batch.run_batch` ends with the message; ``python -m gelib batch`` reports it
     as ``python -m gelib batch: error: <message>``."""
 
 

@@ -163,7 +163,7 @@ def planned_layers(path: str | Path, parameters: dict | None = None, timeout: fl
     ``SIMULATED`` is what it simulated. This runs those cells (with
     ``parameters`` injected, IPython magics dropped) in a fresh interpreter and
     returns ``(layers, seeds)``, or ``None`` for a chapter with no ``plan`` cell.
-    Raises :class:`BatchError` if the cells fail.
+    Raises :class:`~bookrun.chapters.BatchError` if the cells fail.
     """
     from gelib.config import AttentionConfig
 

@@ -3,7 +3,7 @@
 :func:`execute_chapter` executes one chapter into an ``.ipynb`` and returns its
 record entry (status, glued numbers, seconds, the failing code cell);
 the batch starts each chapter as a worker, ``python bookrun/execute.py SPEC``
-(:func:`_worker`), so that nothing of gelib or JAX is imported in the batch
+(``_worker``), so that nothing of gelib or JAX is imported in the batch
 itself. :func:`compilation_cache_env` gives every kernel one JAX compilation
 cache; :func:`default_jobs` the chapters run at once; the device, the commit
 and the package versions go into the run's record.
@@ -22,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["VERSIONED", "compilation_cache_env", "default_jobs", "execute_chapter"]
+__all__ = ["VERSIONED", "COMPILATION_CACHE_BYTES", "compilation_cache_env", "default_jobs", "execute_chapter"]
 
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
 

@@ -95,7 +95,7 @@ def check_output_file(path: str | Path, flag: str, root: str | Path | None = Non
     """Refuse, with :class:`OutputError`, a file destination ``path`` (given as
     ``flag``) that cannot or must not be written; return ``path`` as a
     :class:`~pathlib.Path`, or :data:`STDOUT` for ``-``. Nothing is written,
-    except the probe of :func:`_unwritable`. Whether an existing file may be
+    except the probe of ``_unwritable``. Whether an existing file may be
     replaced is the caller's decision."""
     text = os.fspath(path)
     if text == STDOUT:

@@ -58,7 +58,7 @@ def mirror_files(root: Path) -> dict[str, bytes]:
 
 def prepare_mirror(root: Path, run_dir: Path) -> None:
     """Make ``run_dir`` a renderable copy of the book at ``root`` (:func:`mirror_files`),
-    every path checked before the first is written (:meth:`RunFolder.check_writable`).
+    every path checked before the first is written (:meth:`~bookrun.runfolder.RunFolder.check_writable`).
     Executed chapters (``.ipynb``) are put there by the batch, or by the chapter tests
     (``conftest.py``)."""
     folder = RunFolder(run_dir)

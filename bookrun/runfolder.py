@@ -59,7 +59,7 @@ __all__ = [
 #: The name of the file that makes a folder a run folder, written by the batch (and by the
 #: chapter tests' ``--executed-dir`` and ``render --output``) when it makes the folder.
 RUN_MARKER = ".gelib-run"
-#: The manifest of a run folder: every file written there, with its SHA-256.
+#: The manifest of a run folder, naming every file written there with its SHA-256.
 MANIFEST = ".gelib-files.json"
 #: Names that the folder's own machinery keeps: never user files, never in the manifest.
 _OWN = (RUN_MARKER, MANIFEST, MANIFEST + ".tmp", ".lock")
@@ -129,7 +129,7 @@ class RunFolder:
 
     def rel(self, path: str | os.PathLike) -> str:
         """``path`` (absolute, or relative to the folder) as a path relative to it; a
-        :class:`BatchError` if it leads outside (through ``..`` or a symbolic link)."""
+        :class:`~bookrun.chapters.BatchError` if it leads outside (through ``..`` or a symbolic link)."""
         p = Path(path)
         full = p if p.is_absolute() else self.path / p
         parent = full.parent.resolve()
@@ -388,7 +388,7 @@ def unsafe_run_folder(root: Path, path: Path) -> str | None:
 
 
 def check_run_folder(root: Path, path: Path) -> None:
-    """Raise :class:`BatchError` unless ``path`` is an existing run folder that is safe to read
+    """Raise :class:`~bookrun.chapters.BatchError` unless ``path`` is an existing run folder that is safe to read
     and write (:func:`is_run_folder`, not :func:`unsafe_run_folder`, no link leading out of it);
     ``render`` calls it before writing anything."""
     path = Path(path)

@@ -158,7 +158,7 @@ CONTEXT = ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_leng
 MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 #: The largest ``config.json`` read, in bytes (real ones are a few kilobytes).
 MAX_BYTES = 10 * 2**20
-#: The largest size read (width, heads, context, ...): larger is no model's.
+#: The largest size read (a width, a head count, a context length); larger is no model's.
 MAX_INT = 2**31 - 1
 #: Nested blocks of attention fields (MPT, DBRX), read field by field as ``attn_config.<field>``.
 BLOCKS = ("attn_config", "attention_config")
@@ -704,7 +704,7 @@ def dims_from_hf_config(
         :attr:`HFDims.filled`; ``d_K = d / h`` is then computed from them).
         Where the configuration has the field, its value is read (the caller
         overrides it).
-    stack : {"encoder", "decoder"}, optional
+    stack : str, optional
         The stack of an encoder-decoder whose self-attention is read (default
         the encoder); refused for a configuration of one stack.
 
