@@ -5,6 +5,8 @@
 #               in a network-blocked headless browser (tools/check_pages.py)
 #   make check-pages [HTML=_build/html]   that browser check alone, on any built book
 #   make lab    teach live: JupyterLab on the book, chapters opened as notebooks
+#   make serve  the built book over HTTP on localhost (search with snippets)
+#   make lock   recompile the lock requirements.txt from the ranges in requirements.in
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -18,17 +20,26 @@ TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; ec
 # OpenBLAS threads competing with it made the eigensolver up to 100x slower.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: book test lint clean install check-pages lab
+.PHONY: book test lint clean install check-pages lab lock serve
 
 install: $(STAMP)
 
 # pip byte-compiles everything it installs (about 15 s on 2 cores): where PYTHONDONTWRITEBYTECODE
 # is set, as on the CI machine, Python never writes .pyc files itself, and `--no-compile` made every
 # process of `make test` compile jax, scipy and matplotlib again (pytest 797 s against 628 s).
+# requirements.txt is the lock: the exact versions the tests passed with (`make lock` writes it).
 $(STAMP): requirements.txt pyproject.toml tools/book_offline/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -r requirements.txt -e .
 	touch $(STAMP)
+
+# Recompile the lock from the ranges in requirements.in (uv's resolver, one universal
+# resolution for Python 3.11 to 3.13; the versions in the old lock are kept wherever the
+# ranges allow). To try the newest versions: make lock LOCK_ARGS=--upgrade, then make test.
+LOCK_ARGS ?=
+lock: $(STAMP)
+	$(BIN)/uv pip compile requirements.in --universal --python-version 3.11 \
+	  --custom-compile-command "make lock" -o requirements.txt $(LOCK_ARGS)
 
 book: $(STAMP)
 	$(BIN)/python -m gelib batch --scale $(SCALE)
@@ -38,6 +49,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
+	@if [ -x $(BIN)/actionlint ]; then $(BIN)/actionlint; \
+	else echo "lint: no actionlint on this platform (requirements.in): .github/workflows not checked"; fi
 
 test: lint
 	rm -rf $(TEST_RUN) _build/test-ci
@@ -55,6 +68,13 @@ check-pages: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# A built book over HTTP on this machine only (search shows snippets there; file:// refuses
+# the page sources it reads). make serve [HTML=_build/html] [PORT=8000]
+PORT ?= 8000
+serve:
+	@test -f $(HTML)/index.html || { echo "serve: no book at $(HTML) (make book first)"; exit 2; }
+	$(PYTHON) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
 
 LAB_ARGS ?=
 # Teaching live: JupyterLab on the book. A double click opens a chapter (book/*.md) as a

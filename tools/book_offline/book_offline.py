@@ -15,7 +15,10 @@ Listed in ``_config.yml`` (``sphinx: extra_extensions``), installed editable by
   titles carry the chapters' titles, TeX included, onto pages with no math of
   their own (the indices, the search page, the status page);
 * typesets the search page's results: Sphinx's search inserts them (the
-  chapters' titles, TeX included) after MathJax's first pass.
+  chapters' titles, TeX included) after MathJax's first pass;
+* shows the repository and issue buttons exactly where the repository's
+  address is set (``_config.yml``'s ``repository: url``, the one place it is
+  set): without one, no button leads nowhere.
 
 ``tools/check_pages.py`` checks the result in a network-blocked browser.
 """
@@ -55,6 +58,16 @@ def _config_inited(app: Sphinx, config: Config) -> None:
     if not (static / path).is_file():
         raise ExtensionError(f"book_offline: mathjax_path {path!r} is not a file of {static} (relative to _static)")
     config.html_static_path = [*config.html_static_path, str(static)]
+    _repository_buttons(config)
+
+
+def _repository_buttons(config: Config) -> None:
+    """Turn the repository and issue buttons on where the repository's address is set, off where not."""
+    options = dict(config.html_theme_options or {})
+    has_url = bool(str(options.get("repository_url") or "").strip())
+    options["use_repository_button"] = has_url
+    options["use_issues_button"] = has_url
+    config.html_theme_options = options
 
 
 # Typeset what the search inserts into #search-results (once it has settled a little).
