@@ -28,9 +28,17 @@ install: $(STAMP)
 # is set, as on the CI machine, Python never writes .pyc files itself, and `--no-compile` made every
 # process of `make test` compile jax, scipy and matplotlib again (pytest 797 s against 628 s).
 # requirements.txt is the lock: the exact versions the tests passed with (`make lock` writes it).
+# Installed with uv (the version the lock pins, itself installed by pip): 42 s against pip's
+# 112 s from a fresh clone, caches cold, the same `pip freeze`. Where uv cannot be had, pip.
+# --compile-bytecode: uv compiles only when asked, and pip's compiling matters (the lines above).
+UV_PIN := $(shell grep -m1 -o '^uv==[^ ;]*' requirements.txt)
 $(STAMP): requirements.txt pyproject.toml tools/book_offline/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -r requirements.txt -e .
+	if $(BIN)/python -m pip install -q $(UV_PIN); then \
+	  $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.txt -e .; \
+	else \
+	  echo "install: no uv here; pip installs the lock"; $(BIN)/python -m pip install -q -r requirements.txt -e .; \
+	fi
 	touch $(STAMP)
 
 # Recompile the lock from the ranges in requirements.in (uv's resolver, one universal
