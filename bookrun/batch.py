@@ -113,8 +113,6 @@ __all__ = [
     "ROOT_FILES",
 ]
 
-_Lock = RunLock  # the names of the engine before it was split by job
-
 
 def _write_json(path: Path, data: dict) -> None:
     """Write the run's ``record.json`` (or another file of the run) atomically, and record it

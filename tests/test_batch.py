@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bookrun.batch import BatchError, _Lock, chapter_parameters, is_chapter, load_chapter, run_batch, toc_files
+from bookrun.batch import BatchError, chapter_parameters, is_chapter, load_chapter, run_batch, toc_files
+from bookrun.runfolder import RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONT = textwrap.dedent("""\
@@ -187,7 +188,7 @@ def test_bad_selections_and_folders_are_one_line_errors(book, capsys, monkeypatc
     out = book / "_build" / "runs" / "ci-live"
     out.mkdir(parents=True)
     (out / "record.json").write_text(json.dumps({"scale": "ci", "parameters": {"scale": "ci"}, "chapters": {}}))
-    lock = _Lock(out)
+    lock = RunLock(out)
     lock.acquire()
     try:
         with pytest.raises(BatchError, match=f"{out} is in use by another batch"):
