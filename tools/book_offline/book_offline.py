@@ -18,7 +18,12 @@ Listed in ``_config.yml`` (``sphinx: extra_extensions``), installed editable by
   chapters' titles, TeX included) after MathJax's first pass;
 * shows the repository and issue buttons exactly where the repository's
   address is set (``_config.yml``'s ``repository: url``, the one place it is
-  set): without one, no button leads nowhere.
+  set): without one, no button leads nowhere;
+* shows the launch button for Binder (``_config.yml``'s ``launch_buttons``)
+  only where that address is set too, and points it at the chapter the
+  repository holds (``book/<chapter>.md``, a Jupytext notebook that Binder's
+  JupyterLab opens as a notebook: ``binder/``), not at the executed
+  ``.ipynb`` a run folder renders, which the repository does not hold.
 
 ``tools/check_pages.py`` checks the result in a network-blocked browser.
 """
@@ -26,6 +31,7 @@ Listed in ``_config.yml`` (``sphinx: extra_extensions``), installed editable by
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -67,7 +73,41 @@ def _repository_buttons(config: Config) -> None:
     has_url = bool(str(options.get("repository_url") or "").strip())
     options["use_repository_button"] = has_url
     options["use_issues_button"] = has_url
+    if not has_url:
+        # The theme builds its launch links from the repository's address: none without one.
+        options.pop("launch_buttons", None)
     config.html_theme_options = options
+
+
+def _jupytext_extension(path: Path) -> str | None:
+    """The extension of the Jupytext file an executed notebook was read from (``.md``), or None."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    ext = ((meta.get("jupytext") or {}).get("text_representation") or {}).get("extension")
+    return ext if isinstance(ext, str) and ext.startswith(".") and "/" not in ext else None
+
+
+def _launch_source(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Point the launch links of a page rendered from an executed ``.ipynb`` at its Jupytext source.
+
+    The theme names the file the page was built from (``book/x.ipynb`` in a run folder); the
+    repository holds ``book/x.md``. Runs after the theme's ``add_launch_buttons`` (priority 501).
+    """
+    source = Path(app.env.doc2path(pagename))
+    if source.suffix != ".ipynb":
+        return
+    ext = _jupytext_extension(source)
+    if ext is None:
+        return
+    for group in context.get("header_buttons") or ():
+        if not isinstance(group, dict) or group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons") or ():
+            url = button.get("url")
+            if isinstance(url, str) and url.endswith(f"{pagename}.ipynb"):
+                button["url"] = url[: -len(".ipynb")] + ext
 
 
 # Typeset what the search inserts into #search-results (once it has settled a little).
@@ -97,4 +137,5 @@ def setup(app: Sphinx) -> dict:
     app.set_html_assets_policy("always")
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _page_context)
+    app.connect("html-page-context", _launch_source, priority=502)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}
