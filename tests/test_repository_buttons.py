@@ -30,7 +30,7 @@ def build(tmp_path: Path, url: str) -> tuple[str, str]:
     config = config.replace('repository:\n  url: ""\n', f'repository:\n  url: "{url}"\n')
     config = re.sub(r"^bibtex_bibfiles:\n  - book/references.bib\n", "", config, flags=re.M)
     assert "\n  execute_notebooks: cache\n" in config and "\nlaunch_buttons:\n" in config
-    config = config.replace("\n  execute_notebooks: cache\n", "\n  execute_notebooks: \"off\"\n")
+    config = config.replace("\n  execute_notebooks: cache\n", '\n  execute_notebooks: "off"\n')
     book = tmp_path / "book"
     book.mkdir(parents=True)
     (book / "_config.yml").write_text(config)
