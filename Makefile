@@ -52,7 +52,11 @@ lock: $(STAMP)
 book: $(STAMP)
 	$(BIN)/python -m gelib batch --scale $(SCALE)
 
+# `make lint` and `make test` print the clock time between their steps ([HH:MM:SS] ...): where a CI
+# run's time went (pytest ends with its own table of the longest files: --time-table).
+STEP = @echo "[$$(date +%T)]"
 lint: $(STAMP)
+	$(STEP) lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
@@ -61,12 +65,17 @@ lint: $(STAMP)
 	else echo "lint: no actionlint on this platform (requirements.in): .github/workflows not checked"; fi
 
 test: lint
+	$(STEP) tests and chapters, pytest
 	rm -rf $(TEST_RUN) _build/test-ci
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile \
-	  --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) tests book
+	  --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) --time-table 40 tests book
+	$(STEP) render
 	$(BIN)/python -m gelib render $(TEST_RUN) --output _build/test-ci
+	$(STEP) browser check
 	$(BIN)/python tools/check_pages.py _build/test-ci/_build/html
+	$(STEP) core words
 	$(BIN)/python tools/core_words.py
+	$(STEP) make test done
 
 # The book as a reader's browser shows it, with no network: every page in the system's
 # headless Chromium (2 at a time), no raw TeX left after MathJax, images, links and

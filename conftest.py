@@ -86,6 +86,13 @@ def pytest_addoption(parser):
         default=None,
         help="write every chapter that passed, with its outputs, to DIR (for `gelib render`)",
     )
+    parser.addoption(
+        "--time-table",
+        metavar="N",
+        type=int,
+        default=0,
+        help="end with the N files (chapters and test files) that took longest: seconds, share, tests",
+    )
 
 
 def pytest_collect_file(file_path, parent):
@@ -144,9 +151,35 @@ def _chapter_targets() -> list[str]:
     return [f"{f}.ipynb" for f in toc_files(ROOT) if is_chapter(ROOT / f"{f}.md")]
 
 
+#: Seconds (setup, call and teardown) and tests per file, as the reports arrive (from the workers too).
+_SECONDS: dict[str, list] = {}
+
+
 def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
     if report.failed:
-        _FAILED.add(report.nodeid.split("::")[0])
+        _FAILED.add(path)
+    entry = _SECONDS.setdefault(path, [0.0, 0])
+    entry[0] += report.duration
+    entry[1] += report.when == "call"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """``--time-table N``: where the test time went, by file (a chapter's cells are one file)."""
+    n = config.getoption("time_table")
+    if n <= 0 or not _SECONDS:
+        return
+    total = sum(s for s, _ in _SECONDS.values())
+    rows = sorted(_SECONDS.items(), key=lambda kv: -kv[1][0])
+    chapters = sum(s for path, (s, _) in _SECONDS.items() if path.startswith("book/"))
+    terminalreporter.section(f"where the time went: the {min(n, len(rows))} longest of {len(rows)} files")
+    terminalreporter.write_line(f"{'seconds':>8} {'share':>6} {'tests':>6}  file")
+    for path, (seconds, tests) in rows[:n]:
+        terminalreporter.write_line(f"{seconds:8.1f} {100 * seconds / total:5.1f}% {tests:6d}  {path}")
+    terminalreporter.write_line(
+        f"{total:8.1f} seconds of tests in all (the workers' sum; chapters {chapters:.1f} s, "
+        f"test files {total - chapters:.1f} s)"
+    )
 
 
 def pytest_sessionfinish(session, exitstatus):
