@@ -107,3 +107,17 @@ def test_register_png_formatter():
     finally:
         plt.close(fig)
     assert not gp.register_png_formatter(types.SimpleNamespace())  # no IPython display: nothing registered
+
+
+def test_title_wider_than_its_axes_is_broken_once():
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
+    try:
+        long = "n = 256: rel. W1 = 0.365 %, KS = 0.0039, and a few more words $a, b$"
+        a.set_title(long)
+        b.set_title("short, title")
+        gp.fit_figure(fig)
+        assert a.get_title().count("\n") == 1 and a.get_title().replace("\n", " ") == long
+        assert b.get_title() == "short, title"  # it fits: left as it is
+        assert "$a,\nb$" not in a.get_title()  # never inside TeX math
+    finally:
+        plt.close(fig)

@@ -1,15 +1,15 @@
 """The book's figure style: its colours, :func:`~gelib.plotting.use_style`, and small axis helpers.
 
 A figure is drawn for the column the book shows it in: at a 1280 px window
-the theme shows a figure :data:`~gelib.plotting.FIGURE_COLUMN_PX` CSS px wide. Text of
+the theme shows a figure :data:`~gelib.plotting.style.FIGURE_COLUMN_PX` CSS px wide. Text of
 ``pt`` points in a figure ``w`` inches wide shown ``W`` px wide is
 ``pt / 72 * W / w`` px high (its em size), so the book caps a figure's width
-at :data:`~gelib.plotting.MAX_WIDTH_IN` and its text at no less than :data:`~gelib.plotting.MIN_FONT_PT`:
-at most one figure inch per 100 CSS px, no text under :data:`~gelib.plotting.MIN_TEXT_PX`
+at :data:`~gelib.plotting.style.MAX_WIDTH_IN` and its text at no less than :data:`~gelib.plotting.style.MIN_FONT_PT`:
+at most one figure inch per 100 CSS px, no text under :data:`~gelib.plotting.style.MIN_TEXT_PX`
 (:func:`~gelib.plotting.fit_figure`, applied when a figure is displayed). Every PNG the book
 writes of a figure (:func:`~gelib.plotting.book_png`, the notebook's PNG formatter that
 :func:`~gelib.plotting.use_style` registers where IPython runs) carries its smallest font
-size in a PNG text chunk, :data:`~gelib.plotting.MIN_FONT_KEY`, beside its dpi (pHYs), so
+size in a PNG text chunk, :data:`~gelib.plotting.style.MIN_FONT_KEY`, beside its dpi (pHYs), so
 that a browser check can compute the displayed size of its smallest text.
 """
 
@@ -108,7 +108,7 @@ def tex_sci(x: float) -> str:
 #: The width (CSS px) at which the book's theme shows a figure in a 1280 px window
 #: (measured in Chromium: 660 px, in a text column of 740 px).
 FIGURE_COLUMN_PX = 660
-#: The smallest text (CSS px, the font's em size) a figure shows at :data:`~gelib.plotting.FIGURE_COLUMN_PX`:
+#: The smallest text (CSS px, the font's em size) a figure shows at :data:`~gelib.plotting.style.FIGURE_COLUMN_PX`:
 #: 11 px, whose x-height (about 6 px) is that of the page's footnote text.
 MIN_TEXT_PX = 11.0
 #: The widest figure, in inches, so that one inch is shown at least 100 CSS px wide.
@@ -149,9 +149,9 @@ class _SparseLogFormatter(ticker.LogFormatterSciNotation):
 
 
 def fit_figure(fig: Figure) -> Figure:
-    """Fit ``fig`` to the book's column, in place: at most :data:`~gelib.plotting.MAX_WIDTH_IN` wide (scaled
+    """Fit ``fig`` to the book's column, in place: at most :data:`~gelib.plotting.style.MAX_WIDTH_IN` wide (scaled
     down, aspect kept; laid out by constrained layout where it had no layout), no text under
-    :data:`~gelib.plotting.MIN_FONT_PT`, and the minor tick labels of log axes thinned."""
+    :data:`~gelib.plotting.style.MIN_FONT_PT`, and the minor tick labels of log axes thinned."""
     w, h = fig.get_size_inches()
     if w > MAX_WIDTH_IN:
         fig.set_size_inches(MAX_WIDTH_IN, h * MAX_WIDTH_IN / w)
@@ -172,7 +172,38 @@ def fit_figure(fig: Figure) -> Figure:
     for t in _texts(fig):
         if float(t.get_fontsize()) < MIN_FONT_PT:
             t.set_fontsize(MIN_FONT_PT)
+    _wrap_titles(fig)
     return fig
+
+
+def _break_line(text: str) -> str | None:
+    """``text`` broken once, at the ``", "``, ``": "`` or ``"; "`` nearest its middle outside
+    TeX math (``$...$``), or None where it has no such place."""
+    places = [
+        i for i in range(len(text) - 1) if text[i] in ",:;" and text[i + 1] == " " and text[:i].count("$") % 2 == 0
+    ]
+    if not places:
+        return None
+    i = min(places, key=lambda j: abs(j - len(text) / 2))
+    return text[: i + 1] + "\n" + text[i + 2 :]
+
+
+def _wrap_titles(fig: Figure) -> None:
+    """Break an axes title of one line that is wider than its axes into two (:func:`_break_line`)."""
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    if get_renderer is None:
+        return
+    fig.draw_without_rendering()
+    renderer = get_renderer()
+    for ax in fig.axes:
+        title = ax.title
+        text = title.get_text()
+        if not text or "\n" in text or not title.get_visible():
+            continue
+        if title.get_window_extent(renderer).width > 1.02 * ax.get_window_extent(renderer).width:
+            broken = _break_line(text)
+            if broken is not None:
+                title.set_text(broken)
 
 
 def png_metadata(fig: Figure) -> dict[str, str]:
@@ -183,7 +214,7 @@ def png_metadata(fig: Figure) -> dict[str, str]:
 
 def book_png(fig: Figure, dpi: float = PNG_DPI, fit: bool = True) -> bytes:
     """The book's PNG of ``fig``: fitted (:func:`~gelib.plotting.fit_figure`, unless ``fit`` is false), a tight
-    box, ``dpi`` in its pHYs chunk and its smallest font size in :data:`~gelib.plotting.MIN_FONT_KEY`, undated."""
+    box, ``dpi`` in its pHYs chunk and its smallest font size in :data:`~gelib.plotting.style.MIN_FONT_KEY`, undated."""
     if fit:
         fit_figure(fig)
     buf = io.BytesIO()
