@@ -14,12 +14,14 @@ document.addEventListener("DOMContentLoaded", () => {
   close.type = "button";
   close.textContent = "\u00d7";
   close.setAttribute("aria-label", "Close the figure");
-  const big = document.createElement("img");
-  box.append(close, big);
+  const big = document.createElement("img");  // in the page only while open: no <img> without src
+  box.append(close);
   document.body.append(box);
   let opener = null;
   const shut = () => {
     box.hidden = true;
+    big.remove();
+    big.removeAttribute("src");
     document.body.classList.remove("book-lightbox-open");
     if (opener) opener.focus();
   };
@@ -27,6 +29,7 @@ document.addEventListener("DOMContentLoaded", () => {
     opener = img;
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
+    box.append(big);
     box.hidden = false;
     document.body.classList.add("book-lightbox-open");
     close.focus();
