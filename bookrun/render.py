@@ -6,7 +6,8 @@ pages); :func:`prepare_mirror` writes it through the folder's manifest
 (:class:`bookrun.runfolder.RunFolder`), after checking every path;
 :func:`missing_chapters` names the chapters without an executed notebook and
 :func:`fill_missing_chapters` puts their sources in their place;
-:func:`render_book` runs Jupyter Book (``-n -W`` by default) into
+:func:`hide_injected_in_run` removes Papermill's injected parameters cell from the pages
+(tag ``remove-cell``; the notebook keeps it); :func:`render_book` runs Jupyter Book (``-n -W`` by default) into
 ``<output>/_build/html`` and records what it wrote; :func:`publish` swaps a
 rendered copy in as the book's ``_build/html``.
 """
@@ -34,6 +35,9 @@ __all__ = [
     "write_status_page",
     "render_book",
     "publish",
+    "INJECTED_TAG",
+    "hide_injected_parameters",
+    "hide_injected_in_run",
 ]
 
 
@@ -113,6 +117,42 @@ def write_status_page(run_dir: Path, record: dict) -> None:
         RunFolder(run_dir).write("book/status.md", status_page(record))
 
 
+#: The tag Papermill gives the cell it injects after a chapter's ``parameters`` cell.
+INJECTED_TAG = "injected-parameters"
+
+
+def hide_injected_parameters(nb) -> bool:
+    """Tag the injected parameters cell of the notebook ``nb`` (Papermill's :data:`INJECTED_TAG`)
+    ``remove-cell``, so that the page does not show it (the chapter's own parameters cell
+    stays, folded); the cell stays in the notebook. Returns whether ``nb`` changed."""
+    changed = False
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if INJECTED_TAG in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+            changed = True
+    return changed
+
+
+def hide_injected_in_run(run_dir: Path) -> list[str]:
+    """:func:`hide_injected_parameters` on every executed chapter (``.ipynb``) of the run folder
+    ``run_dir`` that the run wrote (:meth:`~bookrun.runfolder.RunFolder.owns`; another file is
+    left as it is); returns the paths rewritten."""
+    import nbformat
+
+    folder = RunFolder(run_dir)
+    done = []
+    for path in sorted(Path(run_dir).glob("**/*.ipynb")):
+        rel = folder.rel(path)
+        if rel.startswith("_build/") or not folder.owns(rel):
+            continue
+        nb = nbformat.read(str(path), as_version=4)
+        if hide_injected_parameters(nb):
+            folder.write(rel, nbformat.writes(nb) + "\n")
+            done.append(rel)
+    return done
+
+
 def publish(html: Path, book: Path) -> None:
     """Replace the book's HTML folder by a copy of ``html``, swapping by renames."""
     new, old = book.with_name(book.name + ".new"), book.with_name(book.name + ".old")
@@ -143,6 +183,7 @@ def render_book(
     if target is not None:
         target.check_links()
         before = target.snapshot("_build") if (target.path / "_build").is_dir() else {}
+    hide_injected_in_run(run_dir)
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(run_dir), "--path-output", str(output), "--keep-going"]
     if strict:

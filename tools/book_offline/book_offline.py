@@ -16,6 +16,10 @@ Listed in ``_config.yml`` (``sphinx: extra_extensions``), installed editable by
   their own (the indices, the search page, the status page);
 * typesets the search page's results: Sphinx's search inserts them (the
   chapters' titles, TeX included) after MathJax's first pass;
+* opens each figure at full size on a click (``figures_static/book_figures.js``, an
+  overlay with no library), keeps the first column of a wide table in view while it
+  scrolls in its box (``figures_static/book_figures.css``), and gives every image with
+  no alt text of its own its figure's caption as alt text (not its file path);
 * shows the repository and issue buttons exactly where the repository's
   address is set (``_config.yml``'s ``repository: url``, the one place it is
   set): without one, no button leads nowhere;
@@ -34,6 +38,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.errors import ExtensionError
@@ -132,10 +137,43 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
         app.add_js_file(None, body=SEARCH_JS)
 
 
+FIGURES_STATIC = Path(__file__).resolve().parent / "figures_static"
+
+
+def image_alt(image: nodes.image) -> str | None:
+    """The alt text for ``image`` where it has none of its own: its figure's caption, as plain
+    text (TeX source for math), or None outside a captioned figure."""
+    figure = image.parent
+    while figure is not None and not isinstance(figure, nodes.figure):
+        figure = figure.parent
+    if figure is None:
+        return None
+    caption = next(iter(figure.findall(nodes.caption)), None)
+    text = " ".join(caption.astext().split()) if caption is not None else ""
+    return text or None
+
+
+def _image_alts(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Alt text from the caption for every image of ``doctree`` with none (docutils writes the file path)."""
+    for image in doctree.findall(nodes.image):
+        if not image.get("alt"):
+            alt = image_alt(image)
+            image["alt"] = alt if alt is not None else "a figure computed by the chapter (see the text above it)"
+
+
+def _figures_setup(app: Sphinx) -> None:
+    """The figures' lightbox, the wide tables' sticky column and the images' alt texts."""
+    app.connect("config-inited", lambda app, config: config.html_static_path.append(str(FIGURES_STATIC)))
+    app.add_js_file("book_figures.js")
+    app.add_css_file("book_figures.css")
+    app.connect("doctree-resolved", _image_alts)
+
+
 def setup(app: Sphinx) -> dict:
     app.setup_extension("sphinx.ext.mathjax")
     app.set_html_assets_policy("always")
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _page_context)
     app.connect("html-page-context", _launch_source, priority=502)
+    _figures_setup(app)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,123 @@
+"""The book's figure PNGs: fitted to the column, their smallest font size and dpi in the file."""
+
+from __future__ import annotations
+
+import io
+import types
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib import ticker
+from matplotlib.figure import Figure
+from PIL import Image
+
+import gelib.plotting as gp
+
+
+def _png_info(data: bytes) -> dict:
+    image = Image.open(io.BytesIO(data))
+    return {**image.text, "dpi": image.info.get("dpi")}
+
+
+def _figure(width=5.0, label_pt=10.0):
+    fig, ax = plt.subplots(figsize=(width, 3.0))
+    ax.plot([1, 2, 3])
+    ax.set_xlabel("n", fontsize=label_pt)
+    ax.tick_params(labelsize=12)
+    ax.set_title("a title", fontsize=12)
+    return fig
+
+
+def test_a_5pt_label_reports_5():
+    fig = _figure(label_pt=5.0)
+    try:
+        assert gp.min_font_pt(fig) == 5.0
+        info = _png_info(gp.book_png(fig, dpi=120, fit=False))
+        assert info[gp.MIN_FONT_KEY] == "5"
+        assert info["dpi"] == pytest.approx((120, 120), abs=0.1)  # pHYs
+    finally:
+        plt.close(fig)
+
+
+def test_hidden_and_empty_text_do_not_count():
+    fig = _figure(label_pt=11.0)
+    try:
+        fig.axes[0].text(0.5, 0.5, "hidden", fontsize=3).set_visible(False)
+        fig.axes[0].text(0.5, 0.5, "  ", fontsize=2)
+        assert gp.min_font_pt(fig) == 11.0
+        fig.axes[0].text(0.5, 0.5, "shown", fontsize=4)
+        assert gp.min_font_pt(fig) == 4.0
+    finally:
+        plt.close(fig)
+
+
+def test_fit_floors_text_and_caps_width():
+    fig = _figure(width=10.0, label_pt=5.0)
+    try:
+        fig.axes[0].legend(["a line"], fontsize=6)
+        gp.fit_figure(fig)
+        w, h = fig.get_size_inches()
+        assert w == pytest.approx(gp.MAX_WIDTH_IN) and h == pytest.approx(3.0 * gp.MAX_WIDTH_IN / 10.0)
+        assert gp.min_font_pt(fig) == gp.MIN_FONT_PT
+        info = _png_info(gp.book_png(fig))
+        assert float(info[gp.MIN_FONT_KEY]) == gp.MIN_FONT_PT
+        # shown at the column's width: the smallest text at least MIN_TEXT_PX
+        natural = Image.open(io.BytesIO(gp.book_png(fig))).width
+        shown = min(natural / 2, gp.FIGURE_COLUMN_PX)  # a 200 dpi PNG is shown at half its pixels at most
+        assert gp.MIN_FONT_PT / 72 * gp.PNG_DPI * shown / natural >= gp.MIN_TEXT_PX - 0.5
+    finally:
+        plt.close(fig)
+
+
+def test_log_minor_labels_thinned():
+    fig, ax = plt.subplots()
+    try:
+        ax.set_xscale("log")
+        ax.set_xlim(250, 900)  # less than half a decade: matplotlib labels 3, 4, 6 x 10^2 ...
+        ax.plot([250, 900], [1, 2])
+        fig.draw_without_rendering()
+        before = [t.get_text() for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+        gp.fit_figure(fig)
+        fig.draw_without_rendering()
+        after = [t.get_text() for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+        assert isinstance(ax.xaxis.get_minor_formatter(), ticker.LogFormatterSciNotation)
+        assert len(after) < len(before) and after, (before, after)
+    finally:
+        plt.close(fig)
+
+
+def test_register_png_formatter():
+    registered = {}
+
+    class PNG:
+        def for_type(self, typ, func):
+            registered[typ] = func
+
+    shell = types.SimpleNamespace(display_formatter=types.SimpleNamespace(formatters={"image/png": PNG()}))
+    assert gp.register_png_formatter(shell)
+    fig = _figure(label_pt=9.0)
+    try:
+        import base64
+
+        data = base64.b64decode(registered[Figure](fig))
+        assert _png_info(data)[gp.MIN_FONT_KEY] == "9"
+    finally:
+        plt.close(fig)
+    assert not gp.register_png_formatter(types.SimpleNamespace())  # no IPython display: nothing registered
+
+
+def test_title_wider_than_its_axes_is_broken_once():
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
+    try:
+        long = "n = 256: rel. W1 = 0.365 %, KS = 0.0039, and a few more words $a, b$"
+        a.set_title(long)
+        b.set_title("short, title")
+        gp.fit_figure(fig)
+        assert a.get_title().count("\n") == 1 and a.get_title().replace("\n", " ") == long
+        assert b.get_title() == "short, title"  # it fits: left as it is
+        assert "$a,\nb$" not in a.get_title()  # never inside TeX math
+    finally:
+        plt.close(fig)
