@@ -70,8 +70,18 @@ from numpy.typing import ArrayLike
 
 from .config import AttentionConfig, ConfigError
 from .keys import stream
-from .models import STEPS, build_all, conditional_covariances, kernel_f, kernel_g, sigma, step_shifts_exact
-from .numerics import PowerFit
+from .models import (
+    STEPS,
+    build_all,
+    conditional_covariances,
+    denominator_deviation_ms,
+    gaussian_max_abs_mean,
+    kernel_f,
+    kernel_g,
+    sigma,
+    step_shifts_exact,
+)
+from .numerics import PowerFit, fit_power_law
 from .sampling import Draw, restrict, sample_fast
 from .spectra import ks, rel_w1
 
@@ -81,6 +91,9 @@ __all__ = [
     "run",
     "slope_within",
     "log_factor_allowance",
+    "RateCheck",
+    "rate_check",
+    "max_deviation_check",
     "Seed",
     "NestedDraws",
     "main_layer",
@@ -266,6 +279,61 @@ def log_factor_allowance(ns: Sequence[float], power: float = 1.0) -> float:
     if not 1 < lo < hi:
         raise ValueError(f"need at least two sizes above 1, got {tuple(ns)}")
     return power * math.log(math.log(hi) / math.log(lo)) / math.log(hi / lo)
+
+
+@dataclasses.dataclass(frozen=True)
+class RateCheck:
+    """A measured rate against the local slope of a derived level (:func:`rate_check`).
+
+    ``fit``: the power law fitted to the measured values (one slope per seed, Student-t 95 %
+    interval across seeds); ``predicted``: the least-squares slope of the predicted levels over the
+    same sizes; ``level``: the mean measured value over the predicted level, per size (shown, not
+    tested: the level's approximations are not quantified); ``ok``: whether ``predicted`` lies within
+    the fit's interval; ``factors``: the local slope of each named factor of the level, when given.
+    """
+
+    fit: PowerFit
+    predicted: float
+    level: np.ndarray
+    ok: bool
+    factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+
+def rate_check(
+    ns: Sequence[float], values: ArrayLike, predicted: ArrayLike, factors: Mapping[str, ArrayLike] | None = None
+) -> RateCheck:
+    """Whether ``values`` (``(len(ns), seeds)``) fall with the local slope of the levels ``predicted`` (``(len(ns),)``).
+
+    A derived level at every size (e.g. :func:`gelib.models.denominator_max_deviation`) carries its
+    own finite-size corrections (the slowly growing factor of a maximum, the ``O(1/n)`` terms of a mean
+    square), so the prediction for the slope of a fit over ``ns`` is the fitted slope of the level over
+    the same ``ns``, not the asymptotic exponent. The check is two-sided, within the fit's 95 %
+    half-width, so it fails at a wrong rate as well as at a wrong correction. ``factors`` (name to
+    values per size, whose product is ``predicted``) are only reported, by their local slopes.
+    """
+    values = np.asarray(values, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    if values.ndim != 2 or values.shape[0] != len(ns) or predicted.shape != (len(ns),) or values.shape[1] < 2:
+        raise ValueError(
+            f"need values (len(ns), seeds >= 2), predicted (len(ns),); got {values.shape}, {predicted.shape}"
+        )
+    fit = fit_power_law(ns, values, nested=True)
+    slope = fit_power_law(ns, predicted).slope
+    slopes = {name: fit_power_law(ns, v).slope for name, v in (factors or {}).items()}
+    return RateCheck(fit, slope, values.mean(axis=1) / predicted, bool(abs(fit.slope - slope) <= fit.ci95), slopes)
+
+
+def max_deviation_check(layers: Sequence[AttentionConfig], maxima: ArrayLike) -> RateCheck:
+    """:func:`rate_check` of ``max_{r, i} |C_r,ii - 1|`` (``(len(layers), seeds)``) against its extreme-value level.
+
+    The level is :func:`gelib.models.denominator_max_deviation` at every layer (Table 1, row 2): the
+    root mean square of ``C_r,ii - 1`` (:func:`gelib.models.denominator_deviation_ms`, factor ``"rms"``)
+    times the expected maximum of ``h n`` absolute standard normals
+    (:func:`gelib.models.gaussian_max_abs_mean`, factor ``"max"``).
+    """
+    rms = [math.sqrt(denominator_deviation_ms(c.n, c.d_k, c.beta)) for c in layers]
+    top = [gaussian_max_abs_mean(c.h * c.n) for c in layers]
+    return rate_check([c.n for c in layers], maxima, np.multiply(rms, top), {"rms": rms, "max": top})
 
 
 # --- nested draws ----------------------------------------------------------------
