@@ -48,6 +48,9 @@ __all__ = [
     "TableRow",
     "table_row",
     "markdown_table",
+    "table_notes",
+    "full_size_floor",
+    "plan_text",
     "row_numbers",
     "paper_numbers",
     "shift_predictions_text",
@@ -247,7 +250,7 @@ def _cells(r: TableRow) -> list:
 SHORT: tuple[str, ...] = ("model", "n", "dims", "seeds", "rel. W1 (%)", "paper rel. W1 (%)", "z (W1)", "KS", "z (KS)")
 
 
-def markdown_table(rows: list[TableRow], columns: tuple[str, ...] = HEADER) -> str:
+def markdown_table(rows: list[TableRow], columns: tuple[str, ...] = HEADER, notes: bool = True) -> str:
     """The rows as a Markdown table with the columns :data:`HEADER`: means ± 95 %
     half-widths over seeds, the mean shift with its exact prediction in brackets
     (the leading order for a tied layer), the
@@ -255,18 +258,79 @@ def markdown_table(rows: list[TableRow], columns: tuple[str, ...] = HEADER) -> s
     the paper, ``not tested (k seeds)`` for a row with fewer than :data:`MIN_TESTED_SEEDS` seeds).
 
     ``columns``: the names of :data:`HEADER` to keep, in that order (:data:`SHORT`: the short form);
-    an unknown name is a :class:`ValueError`."""
+    an unknown name is a :class:`ValueError`. ``notes``: the table is followed by :func:`table_notes`."""
     unknown = [c for c in columns if c not in HEADER]
     if unknown:
         raise ValueError(f"unknown columns {unknown}; the table's columns are {list(HEADER)}")
     keep = [HEADER.index(c) for c in columns]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(cells[i]) for i in keep) + " |" for cells in map(_cells, rows)]
+    return "\n".join(lines) + ("\n\n" + table_notes(rows) if notes else "")
+
+
+def full_size_floor(name: str, beta: float = 1.0) -> float:
+    """The floor on the relative W1 (%) at the preset's full dimensions: ``100 |E s - 1|``, the absolute
+    value of the exact expected shift of the mean eigenvalue (:func:`gelib.models.mha_shift_exact`),
+    which the relative W1 averaged over seeds cannot be below (W1 is at least the difference of the means).
+
+    >>> round(full_size_floor("llama-3-8b"), 2)
+    0.93
+    """
+    p = get_preset(name)
+    return 100 * abs(mha_shift_exact(p.n, p.d_k, beta))
+
+
+def table_notes(rows: list[TableRow]) -> str:
+    """What a newcomer needs to quote a row right, in Markdown, one paragraph per point.
+
+    Every row is the paper's model with random weights at the model's dimensions, not the trained
+    checkpoint; a shrunk row (``÷ s``) is a smaller layer with the model's ratios, named with its
+    dimensions beside the model's own and the floor at the model's full size
+    (:func:`full_size_floor`); rows whose run dimensions coincide (e.g. Llama-3-8B and Mistral-7B)
+    share one computation and so one set of numbers, said so by name.
+    """
+    notes = [
+        "Every row is the paper's model at the model's attention dimensions with random weights "
+        "(the model at initialisation), not the trained checkpoint."
+    ]
+    for r in rows:
+        if r.s != 1:
+            p = PRESETS[r.name]
+            notes.append(
+                f"{r.title} (÷{r.s}) is not the model's own layer (n = {p.n}, d = {p.d}, d_K = {p.d_k}) but the "
+                f"layer with n, d and d_K divided by {r.s} (n = {r.cfg.n}, d = {r.cfg.d}, d_K = {r.cfg.d_k}, "
+                f"heads {r.cfg.h}/{r.cfg.h_kv}): the same ratios, hence the same limit law, at a smaller n, "
+                f"where the distance is larger; quote {r.rel.mean:.2f} ± {r.rel.ci95:.2f} % as that layer's. "
+                f"At the full size the relative W1 is at least {full_size_floor(r.name, r.cfg.beta):.2f} % "
+                "(the floor of *Your model*)."
+            )
+    groups: dict[AttentionConfig, list[str]] = {}
+    for r in rows:
+        groups.setdefault(r.cfg, []).append(r.title)
+    for cfg, titles in groups.items():
+        if len(titles) > 1:
+            notes.append(
+                f"{' and '.join(titles)} have the same numbers because, with random weights, they are the same "
+                f"layer: the same attention dimensions ({cfg.describe()}), computed once."
+            )
+    return "\n\n".join(notes)
+
+
+def plan_text(plan: Mapping[str, tuple[AttentionConfig, int]], seeds: Mapping, seconds: Mapping) -> str:
+    """One line per row of ``plan`` (name to ``(layer, s)``, :func:`shrink`): exact or shrunk by ``s``,
+    its seeds (``seeds[layer]``) and, where ``seconds[layer]`` is at least 5, the time it should take."""
+    lines = []
+    for name, (cfg, s) in plan.items():
+        t = f"~{seconds[cfg]:4.0f} s" if seconds[cfg] >= 5 else ""
+        lines.append(
+            f"{name:<18} {'exact' if s == 1 else f'shrunk by {s}':<13} {seeds[cfg]:>2} seeds {t:>7}  {cfg.describe()}"
+        )
     return "\n".join(lines)
 
 
 def row_numbers(row: TableRow | None) -> dict[str, float]:
-    """A row's numbers for the prose, as floats: ``n``, ``seeds``, ``rel`` and ``rel_ci`` (relative W1, %),
+    """A row's numbers for the prose, as floats: ``n``, ``s`` (shrunk by, 1 for exact), ``floor``
+    (:func:`full_size_floor`, the model's full size), ``seeds``, ``rel`` and ``rel_ci`` (relative W1, %),
     ``ks`` and ``ks_ci``, ``z`` and ``z_ks``, and ``detects`` and ``detects_ks``
     (:meth:`~gelib.finite_size.TableRow.detects`).
 
@@ -275,10 +339,12 @@ def row_numbers(row: TableRow | None) -> dict[str, float]:
     """
     if row is None:
         return dict.fromkeys(
-            ("n", "seeds", "rel", "rel_ci", "ks", "ks_ci", "z", "z_ks", "detects", "detects_ks"), math.nan
+            ("n", "seeds", "rel", "rel_ci", "ks", "ks_ci", "z", "z_ks", "detects", "detects_ks", "s", "floor"), math.nan
         )
     values = dict(
         n=row.cfg.n,
+        s=row.s,
+        floor=full_size_floor(row.name, row.cfg.beta),
         seeds=row.rel.count,
         rel=row.rel.mean,
         rel_ci=row.rel.ci95,

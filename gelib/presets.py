@@ -10,11 +10,23 @@ source: the model's published configuration or paper. The paper's Table D.1
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import re
 from typing import Any
 
 from .config import AttentionConfig, ConfigError
 
-__all__ = ["Preset", "PRESETS", "TABLE2", "get_preset", "preset_config", "ErrorBar", "TABLE_D1"]
+__all__ = [
+    "Preset",
+    "PRESETS",
+    "TABLE2",
+    "get_preset",
+    "near_presets",
+    "preset_config",
+    "preset_key",
+    "ErrorBar",
+    "TABLE_D1",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,11 +178,37 @@ PRESETS: dict[str, Preset] = {p.name: p for p in _ROWS}
 TABLE2: tuple[str, ...] = tuple(p.name for p in _ROWS if p.paper_rel_w1 is not None)
 
 
+def preset_key(name: str) -> str:
+    """A preset name reduced to its letters and digits, lower case: the spellings of one model compare equal.
+
+    >>> preset_key("Llama-3-8B") == preset_key("llama3-8b") == preset_key("LLAMA_3_8b")
+    True
+    """
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def near_presets(name: str, limit: int = 3) -> list[str]:
+    """The preset names closest to ``name`` (spelling compared as by :func:`preset_key`), best first.
+
+    >>> near_presets("mistral-8b")[0]
+    'mistral-7b'
+    """
+    keys = {preset_key(p): p for p in PRESETS}
+    return [keys[k] for k in difflib.get_close_matches(preset_key(name), list(keys), n=limit, cutoff=0.5)]
+
+
 def get_preset(name: str) -> Preset:
-    try:
-        return PRESETS[name.lower()]
-    except KeyError:
-        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
+    """The preset called ``name``, spelled as in the tables or as the preset is
+    (case and punctuation do not count: ``Llama-3-8B``, ``llama-3-8b`` and ``llama3-8b`` are one model).
+
+    An unknown name raises :class:`~gelib.config.ConfigError` naming the nearest presets, then all of them.
+    """
+    by_key = {preset_key(p): preset for p, preset in PRESETS.items()}
+    if preset_key(name) in by_key:
+        return by_key[preset_key(name)]
+    near = near_presets(name)
+    hint = f"did you mean {' or '.join(near)}? " if near else ""
+    raise ConfigError(f"unknown preset {name!r}; {hint}choose one of: {', '.join(PRESETS)}") from None
 
 
 def preset_config(name: str, **overrides: Any) -> AttentionConfig:

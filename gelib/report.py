@@ -32,19 +32,24 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import scipy.stats
 from matplotlib.figure import Figure
 
 from .attention_law import output_law
 from .config import AttentionConfig
 from .finite_size import mean_shifts
 from .freeprob import Law, distances_to_law
+from .models import mha_shift_exact
 from .spectra import Comparison, Summary, compare, mean_shift, summarize
 
 __all__ = [
     "REPORT_FILES",
     "ATOM_AT_ZERO_LABEL",
     "Report",
+    "RANDOM_WEIGHTS",
     "attention_parameters",
+    "resolution",
+    "seeds_to_resolve",
     "make_report",
     "report_dict",
     "report_figure",
@@ -54,6 +59,63 @@ __all__ = [
 REPORT_FILES = ("report.png", "report.json")  # what write_report writes, and nothing else
 #: The legend entry of an atom at 0 on a logarithmic axis, where it is drawn at the left edge.
 ATOM_AT_ZERO_LABEL = "atom {mass:.3g} at 0 (drawn at the axis' left edge)"
+
+
+#: What every report answers for: the layer of a model's dimensions with random weights, not a checkpoint.
+RANDOM_WEIGHTS = (
+    "random: the paper's model at initialisation (Gaussian Q, K, V, W^O at this model's dimensions), "
+    "not the trained checkpoint"
+)
+
+
+def seeds_to_resolve(summary: Summary, max_seeds: int = 100_000) -> int | None:
+    """The fewest seeds whose predicted 95 % half-width is below the measured value.
+
+    With the spread ``std`` measured over the seeds of ``summary``, ``m`` seeds give the
+    half-width ``t_{0.975, m-1} std / sqrt(m)`` (Student t); returned is the smallest
+    ``m >= 2`` for which that is below ``|mean|``. ``None`` when no count up to
+    ``max_seeds`` would do (a mean of zero), or the spread is unknown (one seed).
+
+    >>> seeds_to_resolve(Summary(1.709, 2.524, 0.281, 2))  # BERT at two seeds: t = 12.7
+    3
+    """
+    mean, std = abs(summary.mean), summary.std
+    if not (np.isfinite(std) and np.isfinite(mean)) or mean == 0:
+        return None
+    if std == 0:
+        return 2
+
+    def half(m: int) -> float:
+        return float(scipy.stats.t.ppf(0.975, m - 1) * std / np.sqrt(m))
+
+    if half(max_seeds) >= mean:
+        return None
+    lo, hi = 1, max_seeds  # half(hi) < mean; the half-width falls with m
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if half(mid) < mean else (mid, hi)
+    return max(hi, 2)
+
+
+def resolution(summary: Summary) -> dict:
+    """Whether the seeds resolve a value: ``resolved`` when its 95 % half-width is below the value.
+
+    Returns ``{"resolved": bool, "seeds_needed": int | None, "words": str}``: ``seeds_needed``
+    from :func:`seeds_to_resolve` (``None`` where resolved), ``words`` one sentence to print.
+
+    >>> resolution(Summary(1.709, 2.524, 0.281, 2))["words"]
+    'not resolved: the 95 % half-width is larger than the value at 2 seeds; about 3 seeds would resolve it'
+    """
+    if np.isfinite(summary.ci95) and summary.ci95 < abs(summary.mean):
+        return {"resolved": True, "seeds_needed": None, "words": f"resolved at {summary.count} seeds"}
+    needed = seeds_to_resolve(summary)
+    if not np.isfinite(summary.ci95):
+        why = "one seed gives no interval; run at least 2 seeds (--seeds)"
+    else:
+        why = f"the 95 % half-width is larger than the value at {summary.count} seeds; " + (
+            f"about {needed} seeds would resolve it" if needed else "no feasible seed count would resolve it"
+        )
+    return {"resolved": False, "seeds_needed": needed, "words": f"not resolved: {why}"}
 
 
 def attention_parameters(cfg: AttentionConfig) -> int:
@@ -112,6 +174,11 @@ def _summary(s: Summary) -> dict:
     return {"mean": float(s.mean), "ci95": ci, "seeds": int(s.count)}
 
 
+def _resolution(s: Summary) -> dict:
+    """:func:`resolution` with the spread over seeds it was judged by (``None`` for one seed)."""
+    return {**resolution(s), "std": float(s.std) if np.isfinite(s.std) else None}
+
+
 def report_dict(rep: Report) -> dict:
     """The report as a JSON-ready dictionary (an interval that one seed leaves undefined is ``None``)."""
     law = rep.law
@@ -119,8 +186,17 @@ def report_dict(rep: Report) -> dict:
         "name": rep.name,
         "config": rep.cfg.as_dict(),
         "parameters": attention_parameters(rep.cfg),
-        "mha_vs_ge": {"rel_w1": _summary(rep.rel_w1), "ks": _summary(rep.ks)},
+        "weights": RANDOM_WEIGHTS,
+        "mha_vs_ge": {
+            "rel_w1": {**_summary(rep.rel_w1), "resolution": _resolution(rep.rel_w1)},
+            "ks": {**_summary(rep.ks), "resolution": _resolution(rep.ks)},
+        },
         "mha_vs_law": {"rel_w1": _summary(rep.law_rel_w1), "ks": _summary(rep.law_ks)},
+        "floor": {
+            "rel_w1": None if rep.cfg.tie_kv else 100 * abs(mha_shift_exact(rep.cfg.n, rep.cfg.d_k, rep.cfg.beta)),
+            "note": "per cent; the relative W1 averaged over seeds is at least |E mean(mu_MHA) / mean(mu_GE) - 1| "
+            "(W1 >= the difference of the means), the exact expected shift at this size (untied layers only)",
+        },
         "mean_shift": {
             "measured": _summary(rep.shift),
             "predicted": None if np.isnan(rep.shift_pred) else rep.shift_pred,

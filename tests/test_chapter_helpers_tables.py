@@ -8,6 +8,7 @@ import scipy.stats
 
 from gelib import PRESETS, AttentionConfig
 from gelib.finite_size import paper_numbers, row_numbers, shift_predictions_text, table_row
+from gelib.models import mha_shift_exact
 from gelib.moment_checks import moment_checks
 from gelib.presets import TABLE2
 from gelib.spectra import Comparison, ks, rel_w1, shape_w1
@@ -37,7 +38,8 @@ def test_row_numbers_against_numpy(dino_row):
     r, p = dino_row, PRESETS["dinov3-l16"]
     got = row_numbers(r)
     rel, kss = 100 * r.res.rel_w1, r.res.ks
-    assert got["n"] == 261.0 and got["seeds"] == 5.0
+    assert got["n"] == 261.0 and got["seeds"] == 5.0 and got["s"] == 1.0
+    assert got["floor"] == pytest.approx(100 * abs(mha_shift_exact(261, 64, 1.0)), rel=1e-12)
     assert got["rel"] == pytest.approx(rel.mean(), rel=1e-12) and got["rel_ci"] == pytest.approx(_ci95(rel), rel=1e-12)
     assert got["ks"] == pytest.approx(kss.mean(), rel=1e-12) and got["ks_ci"] == pytest.approx(_ci95(kss), rel=1e-12)
     z = (rel.mean() - p.paper_rel_w1[0]) / math.hypot(_ci95(rel), p.paper_rel_w1[1])
@@ -47,6 +49,7 @@ def test_row_numbers_against_numpy(dino_row):
     # a shrunk row has no z, and a table without the preset gives nan everywhere
     shrunk = row_numbers(table_row(p.name, r.cfg, 2, r.res))
     assert math.isnan(shrunk["z"]) and math.isnan(shrunk["detects"]) and shrunk["rel"] == got["rel"]
+    assert shrunk["s"] == 2.0 and shrunk["floor"] == got["floor"]  # the floor is the full layer's
     missing = row_numbers(None)
     assert set(missing) == set(got) and all(math.isnan(v) for v in missing.values())
 

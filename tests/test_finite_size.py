@@ -7,7 +7,19 @@ import pytest
 
 from gelib import PRESETS, AttentionConfig
 from gelib.attention_law import output_law
-from gelib.finite_size import HEADER, SHORT, markdown_table, mean_shifts, row_seeds, shrink, table_row
+from gelib.finite_size import (
+    HEADER,
+    SHORT,
+    full_size_floor,
+    markdown_table,
+    mean_shifts,
+    plan_text,
+    row_seeds,
+    shrink,
+    table_notes,
+    table_row,
+)
+from gelib.models import mha_shift_exact
 from gelib.presets import TABLE2
 from gelib.spectra import Comparison, ks, mean_shift, rel_w1, seed_flops, summarize
 
@@ -125,7 +137,7 @@ def test_markdown_table():
         table_row("bert-base", cfg, 2, _comparison(cfg, 1.01 * yg, yg)),
         table_row("vit-b16", cfg, 1, _comparison(cfg, 1.01 * yg, yg)),
     ]
-    lines = markdown_table(rows).splitlines()
+    lines = markdown_table(rows, notes=False).splitlines()
     assert len(lines) == 2 + len(rows)
     assert all(line.count("|") == len(HEADER) + 1 for line in lines)
     cells = [c.strip() for c in lines[2].split("|")[1:-1]]
@@ -135,7 +147,7 @@ def test_markdown_table():
     assert lines[3].split("|")[7].strip() == "÷2" and lines[3].rstrip("| ").endswith("n/a (shrunk)")
     assert lines[4].rstrip("| ").endswith("—")
     # the short form keeps the named columns, the same cells
-    short = [[c.strip() for c in ln.split("|")[1:-1]] for ln in markdown_table(rows, SHORT).splitlines()]
+    short = [[c.strip() for c in ln.split("|")[1:-1]] for ln in markdown_table(rows, SHORT, notes=False).splitlines()]
     assert short[0] == list(SHORT) and all(len(r) == len(SHORT) for r in short)
     full = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines]
     assert all(s[j] == f[HEADER.index(c)] for s, f in zip(short[2:], full[2:]) for j, c in enumerate(SHORT))
@@ -197,3 +209,50 @@ def test_step_shift_one_step_one_seed_and_bad_names():
 
 
 # --- every step preserves the moments: the moment sweep ---
+
+
+def test_the_notes_say_what_each_row_is_and_why_two_rows_agree():
+    yg = np.ones((4, 64)) + np.linspace(0, 1, 64)
+    llama, _ = shrink(PRESETS["llama3-8b"], 1024, 16)
+    rows = [
+        table_row(name, cfg, s, _comparison(cfg, 1.01 * yg, yg))
+        for name, (cfg, s) in (
+            ("llama3-8b", (llama, 4)),
+            ("mistral-7b", (llama, 4)),
+            ("bert-base", (PRESETS["bert-base"].config(), 1)),
+        )
+    ]
+    notes = table_notes(rows)
+    assert (
+        notes.startswith("Every row is the paper's model") and "random weights" in notes and "not the trained" in notes
+    )
+    assert "Llama-3-8B (÷4) is not the model's own layer (n = 4096, d = 4096, d_K = 128)" in notes
+    assert "(n = 1024, d = 1024, d_K = 32, heads 32/8)" in notes and "divided by 4" in notes
+    assert f"at least {full_size_floor('llama3-8b'):.2f} %" in notes
+    assert "Llama-3-8B and Mistral-7B have the same numbers" in notes and llama.describe() in notes
+    assert "BERT-base (÷" not in notes and "BERT-base and" not in notes  # exact, and alone
+    assert markdown_table(rows) == markdown_table(rows, notes=False) + "\n\n" + notes
+    only_bert = table_notes(rows[2:])
+    assert "÷" not in only_bert and "same numbers" not in only_bert
+
+
+def test_the_full_size_floor_is_the_exact_shift_at_the_models_own_dimensions():
+    assert full_size_floor("Llama-3-8B") == pytest.approx(100 * abs(mha_shift_exact(4096, 128, 1.0)), rel=1e-12)
+    assert full_size_floor("bert-base", 2.0) == pytest.approx(100 * abs(mha_shift_exact(512, 64, 2.0)), rel=1e-12)
+
+
+def test_plan_text():
+    cfg, s = shrink(PRESETS["llama3-8b"], 1024, 16)
+    text = plan_text(
+        {"llama3-8b": (cfg, s), "bert-base": (PRESETS["bert-base"].config(), 1)},
+        {cfg: 2, PRESETS["bert-base"].config(): 10},
+        {cfg: 12.0, PRESETS["bert-base"].config(): 1.0},
+    )
+    first, second = text.splitlines()
+    assert first.startswith("llama3-8b") and "shrunk by 4" in first and " 2 seeds" in first and "~  12 s" in first
+    assert (
+        "exact" in second
+        and "10 seeds" in second
+        and " s " not in second
+        and second.endswith(PRESETS["bert-base"].config().describe())
+    )

@@ -11,16 +11,26 @@ import pytest
 
 from bookrun.cli import main
 from gelib import PRESETS, AttentionConfig
-from gelib.report import attention_parameters
-from gelib.spectra import compare
+from gelib.models import mha_shift_exact
+from gelib.report import RANDOM_WEIGHTS, attention_parameters, resolution, seeds_to_resolve
+from gelib.spectra import Summary, compare
 
 
 def test_report_files_and_numbers(tmp_path, capsys):
     out = tmp_path / "r"
     args = ["--n", "64", "--d", "128", "--h", "4", "--dk", "16", "--seeds", "2", "--seed", "3"]
     assert main(["report", *args, "--out", str(out), "--quiet"]) == 0
-    assert "wrote" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "wrote" in printed and "not the trained checkpoint" in printed
     data = json.loads((out / "report.json").read_text())
+    assert data["weights"] == RANDOM_WEIGHTS
+    assert data["floor"]["rel_w1"] == pytest.approx(100 * abs(mha_shift_exact(64, 16, 1.0)), rel=1e-12)
+    assert "floor             rel. W1 (%) >= " in printed
+    for key in ("rel_w1", "ks"):  # the verdict is the one of the printed interval, in the JSON and in words
+        s = data["mha_vs_ge"][key]
+        verdict = resolution(Summary(s["mean"], s["ci95"], s["resolution"]["std"], s["seeds"]))
+        assert {**verdict, "std": s["resolution"]["std"]} == s["resolution"]
+        assert (verdict["words"] in printed) is (not verdict["resolved"])
     png = (out / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     cfg = AttentionConfig(n=64, d=128, h=4, d_k=16)
@@ -274,3 +284,34 @@ def test_an_atom_at_zero_on_a_log_axis_is_labelled():
     assert not [x for x, _ in plain.law.atoms() if x == 0]
     texts = [t.get_text() for t in report_figure(plain).axes[0].get_legend().get_texts()]
     assert not [t for t in texts if "atom" in t]
+
+
+def half_width(std: float, m: int) -> float:
+    import scipy.stats
+
+    return float(scipy.stats.t.ppf(0.975, m - 1) * std / math.sqrt(m))
+
+
+@pytest.mark.parametrize("mean, std", [(1.709, 0.281), (0.05, 0.3), (2.0, 1.0), (-0.4, 0.9)])
+def test_seeds_to_resolve_is_the_smallest_count_whose_half_width_is_below_the_value(mean, std):
+    m = seeds_to_resolve(Summary(mean, half_width(std, 2), std, 2))
+    assert half_width(std, m) < abs(mean)
+    assert m == 2 or half_width(std, m - 1) >= abs(mean)  # one seed fewer would not do
+
+
+def test_seeds_to_resolve_without_an_answer():
+    assert seeds_to_resolve(Summary(0.0, 1.0, 0.5, 3)) is None  # a zero value is never resolved
+    assert seeds_to_resolve(Summary(1.0, math.nan, math.nan, 1)) is None  # one seed: no spread
+    assert seeds_to_resolve(Summary(1e-9, 1.0, 1.0, 3), max_seeds=1000) is None
+    assert seeds_to_resolve(Summary(1.0, 0.0, 0.0, 3)) == 2
+
+
+def test_resolution_in_words():
+    bert = resolution(Summary(1.709, 2.524, 0.281, 2))  # report --seeds 2 on BERT-base
+    assert not bert["resolved"] and bert["seeds_needed"] == 3 and "about 3 seeds" in bert["words"]
+    assert bert["words"].startswith("not resolved")
+    fine = resolution(Summary(1.709, 0.2, 0.281, 10))
+    assert fine == {"resolved": True, "seeds_needed": None, "words": "resolved at 10 seeds"}
+    assert not resolution(Summary(1.0, 1.0, 0.5, 3))["resolved"]  # a half-width equal to the value: not below it
+    one = resolution(Summary(1.0, math.nan, math.nan, 1))
+    assert not one["resolved"] and "2 seeds" in one["words"]

@@ -225,9 +225,18 @@ def run(args: argparse.Namespace) -> int:
     shift = data["mean_shift"]
     lines = [
         f"{name}: {cfg.describe()}",
+        f"weights   {data['weights']}",
         f"parameters of the projections   {data['parameters']:,}",
         f"MHA against Y^G   rel. W1 (%) {interval(data['mha_vs_ge']['rel_w1'], 100)}   "
         f"KS {interval(data['mha_vs_ge']['ks'], 1, 4)}",
+        *[
+            f"  {what} {data['mha_vs_ge'][key]['resolution']['words']}"
+            for key, what in (("rel_w1", "rel. W1"), ("ks", "KS"))
+            if not data["mha_vs_ge"][key]["resolution"]["resolved"]
+        ],
+        "floor             rel. W1 (%) >= "
+        + ("n/a (tied)" if data["floor"]["rel_w1"] is None else fmt(data["floor"]["rel_w1"], 3))
+        + " (the exact expected shift of the mean eigenvalue at this size)",
         f"MHA against law   rel. W1 (%) {interval(data['mha_vs_law']['rel_w1'], 100)}   "
         f"KS {interval(data['mha_vs_law']['ks'], 1, 4)}",
         f"mean shift (%)    measured {interval(shift['measured'], 100)}   predicted "

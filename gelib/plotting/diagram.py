@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,11 +11,12 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
+from ..config import AttentionConfig
 from ..models import MODELS, STEPS
 from ..spectra import Summary
 from .style import COLORS
 
-__all__ = ["CHAIN_MODELS", "CHAIN_STEPS", "chain_diagram"]
+__all__ = ["CHAIN_MODELS", "CHAIN_STEPS", "chain_diagram", "diagram_numbers", "why_not_additive", "ks_at_resolution"]
 
 #: The six models of Table 1 as the diagram writes them (matplotlib mathtext), by model name.
 CHAIN_MODELS: dict[str, str] = {
@@ -66,11 +68,91 @@ def _measured(summary: Summary, unit: str = "") -> str:
     return f"{summary.mean:.{decimals}f} ± {summary.ci95:.{decimals}f}{unit}"
 
 
+def ks_at_resolution(summary: Summary, n_eigenvalues: int | None) -> int | None:
+    """``k`` when a KS distance over seeds is ``k / N`` at every seed (interval exactly 0), else ``None``.
+
+    The KS distance between two spectra of ``N`` eigenvalues each is a multiple of ``1/N``: an
+    interval of 0 means every seed gave the same multiple; for ``k = 1``, one eigenvalue's worth,
+    the resolution of the distance.
+
+    >>> ks_at_resolution(Summary(1 / 512, 0.0, 0.0, 8), 512), ks_at_resolution(Summary(0.01, 0.001, 0.002, 8), 512)
+    (1, None)
+    """
+    if n_eigenvalues is None or summary.ci95 != 0:
+        return None
+    k = summary.mean * n_eigenvalues
+    return round(k) if abs(k - round(k)) < 1e-6 else None
+
+
+def why_not_additive(
+    w1: Mapping[tuple[str, str], Summary], shifts: Mapping[tuple[str, str], Summary] | None = None
+) -> str:
+    """One sentence: why the steps' distances do not add up to the end-to-end distance, with the numbers.
+
+    W1 obeys the triangle inequality, so the end-to-end distance is at most the sum of the steps
+    (relative W1: up to the steps' different mean eigenvalues), not equal to it; and with
+    ``shifts`` (the steps' relative shifts of the mean eigenvalue, fractions, as
+    :func:`gelib.spectra.step_distances` returns them) the largest shift in each direction,
+    which undo each other.
+    """
+    pairs = [(a, b) for _, a, b in STEPS]
+    end, total = w1[(MODELS[0], MODELS[-1])].mean, sum(w1[p].mean for p in pairs)
+    text = (
+        f"The steps do not add up: W1 obeys the triangle inequality, so end to end ({end:.2f} %) is at most "
+        f"the sum of the steps ({total:.2f} %), not equal to it"
+    )
+    if shifts is not None:
+        means = [100 * shifts[p].mean for p in pairs]
+        lo, hi = min(range(len(means)), key=means.__getitem__), max(range(len(means)), key=means.__getitem__)
+        if means[lo] < 0 < means[hi]:
+            text += (
+                f"; and one step's shift can undo another's (mean eigenvalue: step {lo + 1} {means[lo]:+.2f} %, "
+                f"step {hi + 1} {means[hi]:+.2f} %)"
+            )
+    return text + "."
+
+
+def diagram_numbers(
+    w1: Mapping[tuple[str, str], Summary],
+    ks: Mapping[tuple[str, str], Summary],
+    shifts: Mapping[tuple[str, str], Summary],
+    cfg: AttentionConfig,
+    seeds: int,
+) -> dict[str, float]:
+    """The numbers the chain diagram shows, by name, for a chapter to glue (``bookrun.glue.values``).
+
+    For each step name ``s`` of :data:`~gelib.models.shifts.STEPS` and ``end`` (MHA to ``Y^G``):
+    ``w1_s`` and ``w1_s_ci`` (relative W1, %, mean and 95 % half-width over seeds), ``ks_s`` and
+    ``ks_s_ci``, ``shift_s`` (relative shift of the mean eigenvalue, %; steps only); then
+    ``sum_w1`` (the steps' sum), the layer (``n``, ``h``, ``h_kv``, ``d_k``, ``d_v``, ``d_o``, ``beta``)
+    and ``seeds``, so that a chapter can name the diagram's layer beside its own.
+
+    >>> from gelib.spectra import Summary
+    >>> one = Summary(1.0, 0.1, 0.1, 8)
+    >>> pairs = [(a, b) for _, a, b in STEPS] + [("mha", "yg")]
+    >>> cfg = AttentionConfig(n=64, d=64, h=2, d_k=16)
+    >>> out = diagram_numbers(dict.fromkeys(pairs, one), dict.fromkeys(pairs, one), dict.fromkeys(pairs, one), cfg, 8)
+    >>> out["w1_covariance"], out["sum_w1"], out["shift_centering"], out["n"]
+    (1.0, 5.0, 100.0, 64)
+    """
+    out: dict[str, float] = {}
+    for name, a, b in [*STEPS, ("end", MODELS[0], MODELS[-1])]:
+        out.update({f"w1_{name}": w1[(a, b)].mean, f"w1_{name}_ci": w1[(a, b)].ci95})
+        out.update({f"ks_{name}": ks[(a, b)].mean, f"ks_{name}_ci": ks[(a, b)].ci95})
+        if name != "end":
+            out[f"shift_{name}"] = 100 * shifts[(a, b)].mean
+    out["sum_w1"] = sum(w1[(a, b)].mean for _, a, b in STEPS)
+    out.update({k: getattr(cfg, k) for k in ("n", "h", "h_kv", "d_k", "d_v", "d_o", "beta")}, seeds=seeds)
+    return out
+
+
 def chain_diagram(
     w1: Mapping[tuple[str, str], Summary],
     ks: Mapping[tuple[str, str], Summary] | None = None,
     *,
     title: str = "",
+    shifts: Mapping[tuple[str, str], Summary] | None = None,
+    n_eigenvalues: int | None = None,
 ) -> Figure:
     """The chain of the paper's Table 1 as one figure: six models, five labelled steps, their distances.
 
@@ -91,9 +173,9 @@ def chain_diagram(
         missing = [f"{a} -> {b}" for a, b in pairs if given is not None and (a, b) not in given]
         if missing:
             raise ValueError(f"chain_diagram: {name} has no distance for {', '.join(missing)}")
-    fig = plt.figure(figsize=(7.4, 6.8), facecolor="white")
+    fig = plt.figure(figsize=(7.4, 7.6), facecolor="white")
     ax = fig.add_axes((0, 0, 1, 1))
-    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.set(xlim=(0, 1), ylim=(-0.118, 1))
     ax.set_axis_off()
     top, bottom, box_h, x_box, box_w = 0.84, 0.23, 0.075, 0.057, 0.162
     ys = [top - i * (top - bottom) / (len(MODELS) - 1) for i in range(len(MODELS))]
@@ -104,7 +186,7 @@ def chain_diagram(
         ax.text(0.5, 0.985, title, ha="center", va="top", fontsize=9, color=_MUTED)
     ax.text(x_mid, 0.915, "model", ha="center", **muted)
     ax.text(x_step, 0.915, "step: what it does / what controls it", **muted)
-    ax.text(x_num, 0.915, "measured at one layer\n(mean ± 95 %)", **muted)
+    ax.text(x_num, 0.915, "measured at the layer above\n(mean ± 95 % over seeds)", **muted)
     for i, (model, y) in enumerate(zip(MODELS, ys)):
         edge = {0: COLORS[0], len(MODELS) - 1: COLORS[1]}.get(i, _MUTED)
         ax.add_patch(
@@ -120,8 +202,17 @@ def chain_diagram(
         )
         ax.text(x_mid, y, CHAIN_MODELS[model], ha="center", va="center", fontsize=13, color=_INK, linespacing=1.1)
 
+    at_resolution: list[int] = []
+
+    def ks_text(summary: Summary) -> str:
+        k = ks_at_resolution(summary, n_eigenvalues)
+        if k is None:
+            return _measured(summary)
+        at_resolution.append(k)
+        return f"{summary.mean:.3g} = {k}/{n_eigenvalues}, every seed"
+
     def measured(y: float, pair: tuple[str, str], color: str) -> None:
-        text = f"rel. W1  {_measured(w1[pair], ' %')}" + (f"\nKS  {_measured(ks[pair])}" if ks is not None else "")
+        text = f"rel. W1  {_measured(w1[pair], ' %')}" + (f"\nKS  {ks_text(ks[pair])}" if ks is not None else "")
         ax.text(x_num, y + 0.008, text, va="bottom", fontsize=9.5, color=_INK, linespacing=1.35)
         ax.add_patch(Rectangle((x_num, y - 0.018), bar_w, 0.016, facecolor="#ececec", edgecolor="none"))
         ax.add_patch(Rectangle((x_num, y - 0.018), bar_w * max(w1[pair].mean, 0.0) / scale, 0.016, facecolor=color))
@@ -167,4 +258,19 @@ def chain_diagram(
     )
     ax.text(x_step, y_end - 0.016, "softmax attention against its Gaussian equivalent", va="center", **muted)
     measured(y_end, pairs[-1], COLORS[1])
+    notes = [why_not_additive(w1, shifts)]
+    if at_resolution:
+        notes.append(
+            f"KS \u201ck/{n_eigenvalues}, every seed\u201d: at N = {n_eigenvalues} eigenvalues KS moves in "
+            "steps of 1/N, and every seed gave the same step (an interval of 0)."
+        )
+    ax.text(
+        x_box,
+        0.005,
+        "\n".join(textwrap.fill(t, 98) for t in notes),
+        va="top",
+        fontsize=8.5,
+        color=_INK,
+        linespacing=1.3,
+    )
     return fig
