@@ -121,3 +121,20 @@ def test_title_wider_than_its_axes_is_broken_once():
         assert "$a,\nb$" not in a.get_title()  # never inside TeX math
     finally:
         plt.close(fig)
+
+
+def test_a_figure_laid_out_by_hand_keeps_its_layout():
+    """A wide figure whose margins were set by hand (``subplots_adjust``, as Figure 2(b)'s map with
+    its legend below) is scaled, not re-laid out: constrained layout divided by zero on that map."""
+    fig, ax = plt.subplots(figsize=(10, 4.6))
+    ax.plot([0, 1], [0, 1], label="a")
+    fig.legend(loc="lower center", ncol=3)
+    fig.subplots_adjust(bottom=0.25)
+    gp.fit_figure(fig)
+    assert fig.get_layout_engine() is None
+    assert fig.subplotpars.bottom == pytest.approx(0.25)
+    assert fig.get_size_inches()[0] == pytest.approx(gp.style.MAX_WIDTH_IN)
+    plain, _ = plt.subplots(figsize=(10, 4.6))
+    gp.fit_figure(plain)
+    assert type(plain.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
+    plt.close("all")

@@ -434,7 +434,7 @@ def denominator_middle_bound(n: float, d_k: float, beta: float = 1.0) -> float:
     at least ``(sum_i (C_ii - 1)^4 / C_ii^2)^{1/2}``. As ``n -> oo`` at fixed ``d_K`` the sampling of the
     keys averages out and ``C_ii = e^{-x}``, ``x = beta^2 (rho - 1) / 2``, ``rho = |q_i|^2 / d_K``, so
     ``(C - 1)^4 / C^2 = sum_k binom(4, k) (-1)^k e^{(k - 2) x}``, whose mean is a sum of
-    :func:`key_norm_mgf` values. Returns ``sqrt(n)`` times the root of that mean:
+    ``key_norm_mgf`` values. Returns ``sqrt(n)`` times the root of that mean:
     ``~ sqrt(3 n) beta^4 / (2 d_K)``, growing like ``sqrt(n)`` (the sampling of ``n`` keys adds to it).
     """
     b2 = beta**2

@@ -148,6 +148,15 @@ class _SparseLogFormatter(ticker.LogFormatterSciNotation):
         self._sublabels = {1} if decades > 1 else ({1, 2, 5} if decades > 1 / 3 else {1, 2, 3, 5, 7})
 
 
+def _laid_out_by_hand(fig: Figure) -> bool:
+    """Whether ``fig``'s subplot margins were set by hand (``subplots_adjust``): kept, not re-laid out."""
+    pars = fig.subplotpars
+    return any(
+        not math.isclose(getattr(pars, k), float(mpl.rcParams[f"figure.subplot.{k}"]))
+        for k in ("left", "right", "bottom", "top", "wspace", "hspace")
+    )
+
+
 def fit_figure(fig: Figure) -> Figure:
     """Fit ``fig`` to the book's column, in place: at most :data:`~gelib.plotting.style.MAX_WIDTH_IN` wide (scaled
     down, aspect kept; laid out by constrained layout where it had no layout), no text under
@@ -156,7 +165,12 @@ def fit_figure(fig: Figure) -> Figure:
     if w > MAX_WIDTH_IN:
         fig.set_size_inches(MAX_WIDTH_IN, h * MAX_WIDTH_IN / w)
         if fig.get_layout_engine() is None and fig.axes and all(ax.get_subplotspec() for ax in fig.axes):
-            fig.set_layout_engine("constrained")
+            if not _laid_out_by_hand(fig):
+                fig.set_layout_engine("constrained")
+                try:
+                    fig.draw_without_rendering()
+                except (ValueError, ZeroDivisionError):  # constrained layout cannot place it: as it was
+                    fig.set_layout_engine("none")
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             if axis.get_scale() == "log" and type(axis.get_minor_formatter()) is ticker.LogFormatterSciNotation:
