@@ -61,7 +61,7 @@ REPORT_FILES = ("report.png", "report.json")  # what write_report writes, and no
 ATOM_AT_ZERO_LABEL = "atom {mass:.3g} at 0 (drawn at the axis' left edge)"
 
 
-#: What every report answers for, stated in it (the layer of a model's dimensions with random weights, not a checkpoint).
+#: What every report answers for (a layer of a model's dimensions with random weights, not a checkpoint).
 RANDOM_WEIGHTS = (
     "random: the paper's model at initialisation (Gaussian Q, K, V, W^O at this model's dimensions), "
     "not the trained checkpoint"
