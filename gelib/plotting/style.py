@@ -151,8 +151,9 @@ class _SparseLogFormatter(ticker.LogFormatterSciNotation):
 def _laid_out_by_hand(fig: Figure) -> bool:
     """Whether ``fig``'s subplot margins were set by hand (``subplots_adjust``): kept, not re-laid out."""
     pars = fig.subplotpars
+    defaults: dict[str, object] = {str(k): v for k, v in mpl.rcParams.items()}
     return any(
-        not math.isclose(getattr(pars, k), float(mpl.rcParams[f"figure.subplot.{k}"]))
+        not math.isclose(getattr(pars, k), float(str(defaults[f"figure.subplot.{k}"])))
         for k in ("left", "right", "bottom", "top", "wspace", "hspace")
     )
 
