@@ -103,6 +103,8 @@ html, body { background: #fff !important; }
   max-width: none !important; width: auto !important; margin: 0 !important; padding: 0 !important;
   display: block !important; }
 body { font-size: 10.5pt; }
+/* the theme hides a page's first h1 in print (its print-only header repeats it): here it is the book's title */
+.bd-main .bd-content .bd-article h1:first-of-type { display: block !important; }
 /* folded on the page, not printed: a hidden cell's source (hide-input), output (hide-output) or both */
 details.hide { display: none !important; }
 /* a folded block's prose, formulas and figures are printed open; the code inside it was folded */
@@ -122,7 +124,7 @@ pre { white-space: pre-wrap !important; word-break: break-word; font-size: 8pt; 
 a { color: inherit; text-decoration: none; }
 """
 
-#: The script run before printing: every folded block open, each chapter's solutions moved to its end.
+#: The script run before printing; it opens every folded block and moves each chapter's solutions to its end.
 PRINT_JS = """
 window.addEventListener("load", () => {
   document.querySelectorAll("details.sd-dropdown").forEach((d) => { d.open = true; });
@@ -143,8 +145,8 @@ window.addEventListener("load", () => {
 });
 """
 
-#: The TeX commands a formula of the book may hold: Greek letters, operators, relations, fonts,
-#: accents, delimiters and environments (``\\n`` and the other escapes of code are not among them).
+#: The TeX commands a formula of the book may hold (Greek letters, operators, relations, fonts,
+#: accents, delimiters, environments); ``\n`` and the other escapes of code are not among them.
 TEX_COMMANDS = (
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi rho sigma "
     "tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega "
@@ -156,11 +158,12 @@ TEX_COMMANDS = (
     "le leq ge geq ne neq approx sim simeq equiv propto gg ll gtrsim lesssim in notin subset to mapsto "
     "infty partial nabla downarrow uparrow rightarrow Rightarrow qquad quad begin end R"
 ).split()
-#: Raw TeX that a printed page must not show (MathJax typesets every formula first): a delimiter
-#: (``\\(``, ``\\)``, ``\\[``, ``\\]``, ``$$``) or a command of :data:`TEX_COMMANDS`. A command
-#: after a second backslash is a Python string's repr (``'\\\\beta'``, code on the API page): not counted.
+#: Raw TeX that a printed page must not show, MathJax having typeset every formula first; a
+#: delimiter (``\(``, ``\)``, ``\[``, ``\]``, ``$$``) or a command of :data:`TEX_COMMANDS`. A
+#: delimiter or command after a second backslash is a Python string's repr (``'\\beta'``, code on the API
+#: page), not counted.
 RAW_TEX = re.compile(
-    r"\\\(|\\\)|\\\[|\\\]|\$\$|(?<!\\)\\(?:" + "|".join(sorted(TEX_COMMANDS, key=len, reverse=True)) + r")(?![A-Za-z])"
+    r"(?<!\\)\\[()\[\]]|\$\$|(?<!\\)\\(?:" + "|".join(sorted(TEX_COMMANDS, key=len, reverse=True)) + r")(?![A-Za-z])"
 )
 
 
@@ -264,7 +267,7 @@ def print_pdf(browser: str, page: Path, pdf: Path, budget_ms: int = 60000, timeo
 
 
 def chapter_titles(root: Path) -> list[str]:
-    """The title of every page of ``_toc.yml`` (its first ``# `` heading outside code), in order."""
+    """The title of every page of ``_toc.yml`` (its first level-1 heading outside code), in order."""
     titles = []
     for f in toc_files(root):
         fence = False
@@ -401,7 +404,7 @@ class _Reader:
         if not data.startswith(b"%PDF-"):
             raise ValueError("not a PDF (no %PDF- header)")
         self.objs = _objects(data)
-        self.fonts: dict[int, tuple[dict[bytes, str], int]] = {}
+        self.fonts: dict[int, tuple[dict[bytes, str], int, bool]] = {}
         self.images: set[int] = set()
 
     def pages(self) -> list[int]:
@@ -426,13 +429,19 @@ class _Reader:
                 out.append(n)
         return out
 
-    def font(self, num: int) -> tuple[dict[bytes, str], int]:
+    def font(self, num: int) -> tuple[dict[bytes, str], int, bool]:
+        """A font's ``ToUnicode`` map, its code length, and whether it is a monospace font (code)."""
         if num not in self.fonts:
-            m = re.search(rb"/ToUnicode\s+" + _REF, self.objs.get(num, b""))
-            self.fonts[num] = _cmap(_stream(self.objs.get(int(m.group(1)), b""))) if m else ({}, 1)
+            obj = self.objs.get(num, b"")
+            m = re.search(rb"/ToUnicode\s+" + _REF, obj)
+            cmap, width = _cmap(_stream(self.objs.get(int(m.group(1)), b""))) if m else ({}, 1)
+            name = re.search(rb"/BaseFont\s*/([^\s/<>\[\]()]+)", obj)
+            mono = bool(name and re.search(rb"Mono|Courier|Code|Consol", name.group(1)))
+            self.fonts[num] = (cmap, width, mono)
         return self.fonts[num]
 
-    def page_text(self, page: int) -> str:
+    def page_text(self, page: int) -> tuple[str, str]:
+        """The page's text, and its prose: the text less what monospace fonts show (code)."""
         obj = self.objs[page]
         contents = re.search(rb"/Contents\s*(?:\[([^\]]*)\]|" + _REF + rb")", obj)
         nums = []
@@ -443,17 +452,25 @@ class _Reader:
         data = b"\n".join(_stream(self.objs.get(n, b"")) for n in nums)
         return self.run(data, _resources(self.objs, obj), depth=0)
 
-    def run(self, data: bytes, resources: bytes, depth: int) -> str:
-        """The text a content stream shows: one line per change of the text line, forms followed."""
+    def run(self, data: bytes, resources: bytes, depth: int) -> tuple[str, str]:
+        """The text a content stream shows, one line per change of the text line, forms followed;
+        and the same less the text of monospace fonts."""
         fonts = _named(self.objs, resources, b"Font")
         xobjects = _named(self.objs, resources, b"XObject")
         out: list[str] = []
+        prose: list[str] = []
         stack: list = []
         cmap: dict[bytes, str] = {}
-        width, y = 1, None
+        width, y, mono = 1, None, False
 
         def show(s: bytes) -> None:
-            out.append("".join(cmap.get(s[i : i + width], "") for i in range(0, len(s) - width + 1, width)))
+            text = "".join(cmap.get(s[i : i + width], "") for i in range(0, len(s) - width + 1, width))
+            out.append(text)
+            prose.append(" " if mono else text)
+
+        def newline() -> None:
+            out.append("\n")
+            prose.append("\n")
 
         for m in _TOKEN.finditer(data):
             hexs, lit, name, lb, rb, num, op = m.group(1, 2, 3, 4, 5, 6, 8)
@@ -476,7 +493,7 @@ class _Reader:
                 stack.append(float(num))
             elif op:
                 if op == b"Tf" and len(stack) >= 2 and isinstance(stack[-2], bytes):
-                    cmap, width = self.font(fonts.get(stack[-2], -1))
+                    cmap, width, mono = self.font(fonts.get(stack[-2], -1))
                 elif op in (b"Tj", b"'", b'"') and stack and isinstance(stack[-1], bytes):
                     show(stack[-1])
                 elif op == b"TJ" and stack and isinstance(stack[-1], list):
@@ -485,23 +502,25 @@ class _Reader:
                             show(item)
                 elif op == b"Tm" and len(stack) >= 2 and isinstance(stack[-1], float):
                     if y is None or abs(stack[-1] - y) > 0.5:  # the same y: the same line, another run
-                        out.append("\n")
+                        newline()
                     y = stack[-1]
                 elif op in (b"Td", b"TD") and len(stack) >= 2 and isinstance(stack[-1], float):
                     if abs(stack[-1]) > 0.5:  # a move along the line (a kerning break) is no new line
-                        out.append("\n")
+                        newline()
                         y = None
                 elif op == b"T*":
-                    out.append("\n")
+                    newline()
                 elif op == b"Do" and stack and isinstance(stack[-1], bytes):
                     num_x = xobjects.get(stack[-1])
                     x = self.objs.get(num_x or -1, b"")
                     if re.search(rb"/Subtype\s*/Image\b", x[:400]):
                         self.images.add(num_x or -1)
                     elif re.search(rb"/Subtype\s*/Form\b", x[:400]) and depth < 8:
-                        out.append(self.run(_stream(x), _resources(self.objs, x) or resources, depth + 1))
+                        text, text_prose = self.run(_stream(x), _resources(self.objs, x) or resources, depth + 1)
+                        out.append(text)
+                        prose.append(text_prose)
                 stack = []
-        return "".join(out)
+        return "".join(out), "".join(prose)
 
 
 def pdf_text(data: bytes) -> list[str]:
@@ -510,7 +529,7 @@ def pdf_text(data: bytes) -> list[str]:
     wherever the text moves to another line; words as the PDF spells them. ``ValueError`` for
     data that is not a readable PDF."""
     reader = _Reader(data)
-    return [reader.page_text(p) for p in reader.pages()]
+    return [reader.page_text(p)[0] for p in reader.pages()]
 
 
 def pdf_image_count(data: bytes) -> int:
@@ -527,20 +546,24 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", html.unescape(text))
 
 
-def check_pdf(data: bytes, titles: list[str], min_images: int = 0) -> list[str]:
+def check_pdf(data: bytes, titles: list[str], min_images: int = 0, running: str = "") -> list[str]:
     """What is wrong with the book's PDF ``data``, one line each (none: it is right): a title of
     ``titles`` not found in its text (the title's words outside its ``$...$`` formulas, which
-    MathJax typesets, each found in order), raw TeX left in a page's text (:data:`RAW_TEX`, with
-    its page and an excerpt), fewer than ``min_images`` images drawn, no page at all."""
+    MathJax typesets, each found in order; the lines that are exactly ``running``, the running
+    header, are not searched), raw TeX left in a page's prose (:data:`RAW_TEX`, with its page and
+    an excerpt; code, set in a monospace font, may hold TeX, a figure's label), fewer than
+    ``min_images`` images drawn, no page at all."""
     try:
         reader = _Reader(data)
-        pages = [reader.page_text(p) for p in reader.pages()]
+        read = [reader.page_text(p) for p in reader.pages()]
     except (ValueError, KeyError, IndexError) as e:
         return [f"the PDF cannot be read: {e}"]
-    if not pages:
+    if not read:
         return ["the PDF has no page"]
+    pages = [text for text, _prose in read]
     problems = []
-    whole = _squash("".join(pages))
+    body = ["\n".join(ln for ln in p.splitlines() if not running or ln.strip() != running) for p in pages]
+    whole = _squash("".join(body))
     for title in titles:
         parts = [_squash(p) for p in re.split(r"\$[^$]+\$", title)]
         pos = 0
@@ -550,7 +573,7 @@ def check_pdf(data: bytes, titles: list[str], min_images: int = 0) -> list[str]:
                 problems.append(f"no chapter title {title!r} in the PDF (missing: {part!r})")
                 break
             pos = found + len(part)
-    for number, text in enumerate(pages, 1):
+    for number, (_text, text) in enumerate(read, 1):
         for m in list(RAW_TEX.finditer(text))[:3]:
             excerpt = " ".join(text[max(0, m.start() - 30) : m.end() + 30].split())
             problems.append(f"raw TeX on page {number}: {m.group()!r} in {excerpt!r}")

@@ -38,9 +38,13 @@ def encode(text: str) -> str:
     return "".join(f"{codes.get(c, ord(c)):04X}" for c in text)
 
 
+CODE = "code: "  # a line that starts so is set in the monospace font, as code is
+
+
 def make_pdf(pages: list[list[str]], images: int = 0, compress: bool = True) -> bytes:
-    """A PDF as Chromium writes them, in small: a Type0 font with a ToUnicode map, one text line
-    per string (a Tm each, its own y), ``images`` image XObjects drawn on the first page."""
+    """A PDF as Chromium writes them, in small: Type0 fonts (a proportional one and a monospace
+    one, for lines starting with :data:`CODE`) with a ToUnicode map, one text line per string (a
+    Tm each, its own y), ``images`` image XObjects drawn on the first page."""
     objs: dict[int, bytes] = {}
 
     def stream(data: bytes, extra: bytes = b"") -> bytes:
@@ -51,7 +55,10 @@ def make_pdf(pages: list[list[str]], images: int = 0, compress: bool = True) -> 
 
     objs[1] = b"<< /Type /Catalog /Pages 2 0 R >>"
     objs[3] = stream(CMAP)
-    objs[4] = b"<< /Type /Font /Subtype /Type0 /BaseFont /X /Encoding /Identity-H /ToUnicode 3 0 R >>"
+    objs[4] = b"<< /Type /Font /Subtype /Type0 /BaseFont /AAAAAA+DejaVuSans /Encoding /Identity-H /ToUnicode 3 0 R >>"
+    objs[5] = (
+        b"<< /Type /Font /Subtype /Type0 /BaseFont /BAAAAA+DejaVuSansMono /Encoding /Identity-H /ToUnicode 3 0 R >>"
+    )
     image_names = []
     for i in range(images):
         objs[10 + i] = stream(b"\xff\x00\x00", b" /Type /XObject /Subtype /Image /Width 1 /Height 1")
@@ -60,16 +67,21 @@ def make_pdf(pages: list[list[str]], images: int = 0, compress: bool = True) -> 
     for n, lines in enumerate(pages):
         content = b"BT\n/F1 12 Tf\n"
         for k, line in enumerate(lines):
-            content += b"1 0 0 -1 10 %d Tm\n<%s> Tj\n" % (700 - 20 * k, encode(line).encode())
+            font = b"/F2 12 Tf " if line.startswith(CODE) else b"/F1 12 Tf "
+            line = line.removeprefix(CODE)
+            content += font + b"1 0 0 -1 10 %d Tm\n<%s> Tj\n" % (700 - 20 * k, encode(line).encode())
         content += b"ET\n"
         if n == 0:
             content += b"".join(b"q /Im%d Do Q\n" % i for i in range(images))
         page_no, content_no = 100 + 2 * n, 101 + 2 * n
         objs[content_no] = stream(content)
         xobj = b" /XObject << " + b" ".join(image_names) + b" >>" if image_names else b""
-        objs[page_no] = b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 4 0 R >>%s >> /Contents %d 0 R >>" % (
-            xobj,
-            content_no,
+        objs[page_no] = (
+            b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 4 0 R /F2 5 0 R >>%s >> /Contents %d 0 R >>"
+            % (
+                xobj,
+                content_no,
+            )
         )
         kids.append(b"%d 0 R" % page_no)
     objs[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
@@ -106,6 +118,16 @@ def test_a_missing_title_fails():
     assert problems and "no chapter title" in problems[0]
 
 
+def test_a_title_in_the_running_header_only_is_missing():
+    pages = [["The book", "Text of the model."], ["The book", *GOOD[1]]]
+    problems = pdf.check_pdf(make_pdf(pages), ["The book", *TITLES[1:]], running="The book")
+    assert problems == ["no chapter title 'The book' in the PDF (missing: 'Thebook')"]
+    assert pdf.check_pdf(make_pdf([["The book", "The book"], GOOD[1]]), ["The book"], running="The book")
+    assert (
+        pdf.check_pdf(make_pdf([["The book", "The book, its title"], GOOD[1]]), ["The book"], running="The book") == []
+    )
+
+
 @pytest.mark.parametrize("raw", ["\\(Y^f\\)", "\\[x\\]", "$$x$$", "\\frac12", "\\sqrt n", "\\mathbb E", "A^\\perp"])
 def test_raw_tex_fails_with_its_page(raw):
     pages = [GOOD[0], [*GOOD[1], f"the formula {raw} was not typeset"]]
@@ -127,6 +149,15 @@ def test_a_command_split_by_a_kerning_break_is_one_word():
     text = pdf.pdf_text(data)[1]
     assert "\\rho" in text
     assert any("\\rho" in p for p in pdf.check_pdf(data, TITLES))
+
+
+def test_tex_in_code_passes_and_in_prose_fails():
+    label = 'ax.plot(x, label=r"$\\sqrt{n} A^\\perp$")'
+    code = [GOOD[0], [*GOOD[1], CODE + label]]
+    assert pdf.check_pdf(make_pdf(code), TITLES) == []
+    assert label in pdf.pdf_text(make_pdf(code))[1]  # the text holds the code; the check skips it
+    prose = [GOOD[0], [*GOOD[1], label]]
+    assert [p.split(":")[0] for p in pdf.check_pdf(make_pdf(prose), TITLES)] == ["raw TeX on page 2"] * 2
 
 
 def test_too_few_images_fail():

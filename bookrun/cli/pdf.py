@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     t1 = time.perf_counter()
     titles = chapter_titles(root)
-    problems = check_pdf(out.read_bytes(), titles, min_images=images)
+    problems = check_pdf(out.read_bytes(), titles, min_images=images, running=_book_title(root))
     for line in problems:
         print(f"pdf --check: {line}")
     verdict = "FAILED" if problems else "ok"
