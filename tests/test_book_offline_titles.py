@@ -55,11 +55,12 @@ def test_a_title_as_sphinx_writes_it():
 def test_the_page_context_loses_its_tex():
     context = {
         "title": 'A <span class="math">\\(\\sqrt n A^\\perp\\)</span> &lt; b',
-        "pagetitle": "A \\(Y^f\\)",
+        "pagetitle": "A Y^f",
         "next": {"title": "C \\(\\mathring Y^f\\)", "link": "c.html"},
         "prev": None,
     }
-    bo._plain_titles(None, "p", "page.html", context, None)
+    app = SimpleNamespace(env=SimpleNamespace(titles={"p": _title(nodes.Text("A "), nodes.math("Y^f", "Y^f"))}))
+    bo._plain_titles(app, "p", "page.html", context, None)
     assert context["title"] == "A √n A⊥ &lt; b"
     assert context["pagetitle"] == "A Yᶠ"
     assert context["next"] == {"title": "C Y\u030aᶠ", "link": "c.html"}

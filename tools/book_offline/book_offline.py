@@ -202,14 +202,26 @@ def plain_title(title: str) -> str:
     return _TITLE_MATH.sub(lambda m: tex_to_text(next(g for g in m.groups() if g is not None)), text)
 
 
+def title_text(title) -> str:
+    """The text of a title node (docutils), its math nodes written by :func:`tex_to_text`."""
+    from docutils import nodes
+
+    if isinstance(title, nodes.math):
+        return tex_to_text(title.astext())
+    if isinstance(title, nodes.Text):
+        return str(title)
+    return "".join(title_text(child) for child in title.children)
+
+
 def _plain_titles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """The page's ``<title>``, its print-only header (``pagetitle``) and the ``<link rel=next/prev>``
     titles with no raw TeX (:func:`plain_title`); the navigation and the page keep their TeX
     for MathJax."""
     if context.get("title"):
         context["title"] = html.escape(plain_title(str(context["title"])), quote=False)
-    if context.get("pagetitle"):
-        context["pagetitle"] = html.escape(plain_title(str(context["pagetitle"])), quote=False)
+    title = getattr(getattr(app, "env", None), "titles", {}).get(pagename)
+    if context.get("pagetitle") and title is not None:  # the theme's pagetitle: the title's text, TeX bare
+        context["pagetitle"] = html.escape(title_text(title), quote=False)
     for key in ("prev", "next"):
         link = context.get(key)
         if isinstance(link, dict) and link.get("title"):
