@@ -4,6 +4,7 @@
 #               book rendered from those same executions with -n -W, and its pages checked
 #               in a network-blocked headless browser (tools/check_pages.py)
 #   make check-pages [HTML=_build/html]   that browser check alone, on any built book
+#   make pdf    the whole book as one PDF, _build/pdf/book.pdf, from make book's executed chapters
 #   make lab    teach live: JupyterLab on the book, chapters opened as notebooks
 #   make serve  the built book over HTTP on localhost (search with snippets)
 #   make lock   recompile the lock requirements.txt from the ranges in requirements.in
@@ -20,7 +21,7 @@ TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; ec
 # OpenBLAS threads competing with it made the eigensolver up to 100x slower.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: book test lint clean install check-pages lab lock serve
+.PHONY: book test lint clean install check-pages lab lock serve pdf
 
 install: $(STAMP)
 
@@ -71,11 +72,20 @@ test: lint
 	  --nbval-lax --nbval-current-env --executed-dir $(TEST_RUN) --time-table 40 tests book
 	$(STEP) render
 	$(BIN)/python -m gelib render $(TEST_RUN) --output _build/test-ci
+	$(STEP) whole-book PDF
+	$(BIN)/python -m gelib pdf $(TEST_RUN) --output _build/test-ci/book.pdf --check
 	$(STEP) browser check
 	$(BIN)/python tools/check_pages.py _build/test-ci/_build/html
 	$(STEP) core words
 	$(BIN)/python tools/core_words.py
 	$(STEP) make test done
+
+# The whole book as one PDF, from the chapters `make book` executed (its latest complete run of
+# SCALE; nothing is executed again): the single-page build printed by the system's headless Chromium
+# (bookrun/pdf.py), read back and checked (every chapter's title, no raw TeX, the figures).
+PDF ?= _build/pdf/book.pdf
+pdf: $(STAMP)
+	$(BIN)/python -m gelib pdf --scale $(SCALE) --output $(PDF) --check
 
 # The book as a reader's browser shows it, with no network: every page in the system's
 # headless Chromium (2 at a time), no raw TeX left after MathJax, images, links and

@@ -1,4 +1,4 @@
-"""Command line: ``python -m gelib {compare,law,report,presets,figure,batch,render}``.
+"""Command line: ``python -m gelib {compare,law,report,presets,figure,batch,render,pdf}``.
 
 ``report`` writes a one-page report (figure and JSON) for one layer;
 ``compare`` samples the original multi-head attention and its Gaussian
@@ -7,12 +7,13 @@ relative W1 and KS distances between their spectra over seeds; ``law``
 evaluates the free-probability limit law; ``presets`` lists the dimensions
 of public models; ``figure`` prints the GE curves of one panel of the
 learning figures; ``batch`` executes every chapter and renders the book;
-``render`` renders chapters executed elsewhere (by the chapter tests).
+``render`` renders chapters executed elsewhere (by the chapter tests);
+``pdf`` prints a run folder's executed chapters into one PDF.
 
 One argparse tree (:func:`build_parser`), one module per sub-command
 (:mod:`~bookrun.cli.compare`, :mod:`~bookrun.cli.law`, :mod:`~bookrun.cli.report`,
 :mod:`~bookrun.cli.presets`, :mod:`~bookrun.cli.figure`, :mod:`~bookrun.cli.batch`,
-:mod:`~bookrun.cli.render`), each with ``register(subparsers)`` and
+:mod:`~bookrun.cli.render`, :mod:`~bookrun.cli.pdf`), each with ``register(subparsers)`` and
 ``run(args) -> int``; the layer flags and the error format are shared
 (:mod:`~bookrun.cli.common`): every error reads
 ``python -m gelib <command>: error: <message>``, with exit status 2 for a bad
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 
 from gelib.config import ConfigError
 
-from . import batch, compare, figure, law, presets, render, report
+from . import batch, compare, figure, law, pdf, presets, render, report
 from .common import PROG, CommandParser, add_config_args, config_from_args, report_error
 
 __all__ = ["main", "build_parser", "add_config_args", "config_from_args", "BROKEN_PIPE_STATUS", "INTERRUPTED_STATUS"]
@@ -45,8 +46,8 @@ BROKEN_PIPE_STATUS = 141
 #: The exit status after Ctrl-C, 128 + SIGINT (2), as a shell reports it.
 INTERRUPTED_STATUS = 130
 
-COMMANDS = ("compare", "law", "report", "presets", "figure", "batch", "render")
-_REGISTRATION = (compare, presets, figure, batch, law, report, render)  # the order of the sub-commands in --help
+COMMANDS = ("compare", "law", "report", "presets", "figure", "batch", "render", "pdf")
+_REGISTRATION = (compare, presets, figure, batch, law, report, render, pdf)  # the order of the sub-commands in --help
 
 
 def build_parser() -> argparse.ArgumentParser:

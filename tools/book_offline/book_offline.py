@@ -34,8 +34,10 @@ Listed in ``_config.yml`` (``sphinx: extra_extensions``), installed editable by
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -169,6 +171,162 @@ def _figures_setup(app: Sphinx) -> None:
     app.connect("doctree-resolved", _image_alts)
 
 
+def _singlehtml_handlers(app: Sphinx) -> None:
+    """Give the single-page builder (``singlehtml``, which the whole-book PDF prints:
+    ``bookrun.pdf``) every HTML visitor it lacks. Sphinx looks a builder's visitors up by its
+    name and falls back to those of its format (``html``) only when the name has none; one
+    extension (sphinx-exercise) registers ``singlehtml`` visitors, so the others' nodes
+    (sphinx-proof's theorems) would have none there."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for name, pair in handlers.get("html", {}).items():
+        single.setdefault(name, pair)
+
+
+# ----------------------------------------------------------------------------- titles as plain text
+
+# TeX in a chapter's title (its heading "$\sqrt n A^\perp$") is typeset by MathJax on the page, but
+# a browser's tab, a printed page's header (the theme's print-only <h1>) and the <link rel=next/prev>
+# titles are plain text that no MathJax reaches: there the title's TeX is written in Unicode.
+TEX_SYMBOLS = {
+    **dict(
+        zip(
+            "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi rho "
+            "sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi "
+            "Omega".split(),
+            "αβγδϵεζηθϑικλμνξπρστυϕφχψωΓΔΘΛΞΠΣΥΦΨΩ",
+        )
+    ),
+    "perp": "⊥", "top": "⊤", "infty": "∞", "pm": "±", "mp": "∓", "times": "×", "cdot": "·", "circ": "∘",
+    "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "sim": "∼",
+    "to": "→", "rightarrow": "→", "mapsto": "↦", "in": "∈", "ell": "ℓ", "partial": "∂", "nabla": "∇",
+    "sum": "∑", "prod": "∏", "int": "∫", "dots": "…", "ldots": "…", "cdots": "⋯", "otimes": "⊗",
+    "oplus": "⊕", "star": "⋆", "ast": "∗", "langle": "⟨", "rangle": "⟩", "|": "‖", "R": "ℝ",
+}  # fmt: skip
+TEX_ACCENTS = {"mathring": "\u030a", "hat": "\u0302", "widehat": "\u0302", "tilde": "\u0303",
+               "widetilde": "\u0303", "bar": "\u0304", "overline": "\u0305", "dot": "\u0307",
+               "vec": "\u20d7"}  # fmt: skip
+TEX_DOUBLE_STRUCK = {"R": "ℝ", "N": "ℕ", "Z": "ℤ", "Q": "ℚ", "C": "ℂ", "E": "𝔼", "P": "ℙ", "1": "𝟙"}
+SUPERSCRIPTS = dict(
+    zip("0123456789+-=()abcdefghijklmnoprstuvwxyzABDEGHIJKLMNOPRTUVW⊤",
+        "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻᴬᴮᴰᴱᴳᴴᴵᴶᴷᴸᴹᴺᴼᴾᴿᵀᵁⱽᵂᵀ")
+)  # fmt: skip
+SUPERSCRIPTS.update({"⊥": "⊥", "*": "*", "∗": "*", "′": "′", "'": "′"})  # A^\\perp reads A⊥
+SUBSCRIPTS = dict(zip("0123456789+-=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
+_SCRIPT_ARG = r"(\{[^{}^_]*\}|[^\s{}\\^_])"  # a script's argument with no script inside: innermost first
+_TEX_ARG = r"(\{(?:[^{}]|\{[^{}]*\})*\}|\\[A-Za-z]+|[^\s{}\\])"  # a braced group (one level), a command, a character
+
+
+def _tex_group(arg: str) -> str:
+    """The text of one TeX argument: a braced group without its braces, or a command or a character."""
+    return arg[1:-1] if arg.startswith("{") else arg
+
+
+def _script(text: str, table: dict, mark: str) -> str:
+    """``text`` in Unicode super- or subscripts where every character has one, else ``mark`` + text."""
+    if text and all(c in table for c in text):
+        return "".join(table[c] for c in text)
+    return mark + (text if len(text) == 1 else f"({text})")  # the mark: a placeholder until the end
+
+
+def _double_struck(m: re.Match) -> str:
+    return "".join(TEX_DOUBLE_STRUCK.get(c, c) for c in _tex_group(m[1]))
+
+
+def _fraction(m: re.Match) -> str:
+    return "/".join(g if len(g) == 1 else f"({g})" for g in map(_tex_group, m.groups()))
+
+
+def _root(m: re.Match) -> str:
+    g = _tex_group(m[1])
+    return "√" + (g if len(g) == 1 or g.startswith("\\") else f"({g})")
+
+
+def tex_to_text(tex: str) -> str:
+    """The TeX of a formula as plain Unicode text, for places no MathJax reaches (a tab's title):
+    ``\\sqrt n A^\\perp`` gives ``√n A⊥``, ``\\mathring Y^f`` gives ``Y̊ᶠ``, ``Y^G[\\Sigma_f]``
+    gives ``Yᴳ[Σ_f]``: Greek letters and common symbols in Unicode, accents as combining marks,
+    super- and subscripts in Unicode where each character has one (else ``^``/``_`` before it),
+    font commands (``\\mathrm``, ``\\mathbf``, ``\\text``, ...) reduced to their text and any other
+    command to its name; no backslash, brace or dollar is left."""
+    s = tex
+    fonts = r"\\(?:mathrm|mathbf|mathit|mathsf|mathcal|boldsymbol|operatorname|text|textrm|textit)\s*"
+    accents = r"\\(" + "|".join(TEX_ACCENTS) + r")\s*"
+    for _ in range(4):  # nested constructs, innermost first
+        s = re.sub(r"\\mathbb\s*" + _TEX_ARG, _double_struck, s)
+        s = re.sub(r"\\[tdc]?frac\s*" + _TEX_ARG + r"\s*" + _TEX_ARG, _fraction, s)
+        s = re.sub(fonts + _TEX_ARG, lambda m: _tex_group(m[1]), s)
+        s = re.sub(r"\\sqrt\s*" + _TEX_ARG, _root, s)
+        s = re.sub(accents + _TEX_ARG, lambda m: _tex_group(m[2]) + TEX_ACCENTS[m[1]], s)
+        s = re.sub(r"\\([A-Za-z]+|\|)", lambda m: TEX_SYMBOLS.get(m[1], m[1]), s)
+        s = re.sub(r"\^\s*" + _SCRIPT_ARG, lambda m: _script(_tex_group(m[1]), SUPERSCRIPTS, "\x01"), s)
+        s = re.sub(r"_\s*" + _SCRIPT_ARG, lambda m: _script(_tex_group(m[1]), SUBSCRIPTS, "\x02"), s)
+    s = re.sub(r"\\[,;:!> ]", " ", s)
+    s = s.replace("\\", "").replace("{", "").replace("}", "").replace("$", "")
+    s = s.replace("\x01", "^").replace("\x02", "_")
+    return re.sub(r"\s+", " ", s).strip()
+
+
+_TITLE_MATH = re.compile(r"\\\((.*?)\\\)|\$\$(.*?)\$\$|\$([^$]+)\$", re.S)
+
+
+def plain_title(title: str) -> str:
+    """A title as plain text (HTML tags removed, entities decoded) with the TeX of its formulas,
+    ``\\(...\\)`` or ``$...$``, written by :func:`tex_to_text`."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", title))
+    return _TITLE_MATH.sub(lambda m: tex_to_text(next(g for g in m.groups() if g is not None)), text)
+
+
+def title_text(title) -> str:
+    """The text of a title node (docutils), its math nodes written by :func:`tex_to_text`."""
+    from docutils import nodes
+
+    if isinstance(title, nodes.math):
+        return tex_to_text(title.astext())
+    if isinstance(title, nodes.Text):
+        return str(title)
+    return "".join(title_text(child) for child in title.children)
+
+
+def _plain_titles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The page's ``<title>``, its print-only header (``pagetitle``) and the ``<link rel=next/prev>``
+    titles with no raw TeX (:func:`plain_title`); the navigation and the page keep their TeX
+    for MathJax."""
+    if context.get("title"):
+        context["title"] = html.escape(plain_title(str(context["title"])), quote=False)
+    title = getattr(getattr(app, "env", None), "titles", {}).get(pagename)
+    if context.get("pagetitle") and title is not None:  # the theme's pagetitle: the title's text, TeX bare
+        context["pagetitle"] = html.escape(title_text(title), quote=False)
+    for key in ("prev", "next"):
+        link = context.get(key)
+        if isinstance(link, dict) and link.get("title"):
+            context[key] = {**link, "title": html.escape(plain_title(str(link["title"])), quote=False)}
+
+
+def _reference_titles(app: Sphinx, doctree, docname: str) -> None:
+    """A cross-reference whose text is a page's title (``{ref}`` to a chapter) shows that title
+    with its formulas for MathJax, not their TeX as text: Sphinx writes the title's plain text
+    there (``from \\sqrt n A^\\perp to Y^f``), which no MathJax typesets, so the reference's text is
+    replaced by a copy of the title, math nodes included."""
+    from docutils import nodes
+    from sphinx.util.nodes import clean_astext
+
+    titles = {}
+    for title in app.env.titles.values():
+        if any(isinstance(n, nodes.math) for n in title.findall()):
+            titles[clean_astext(title)] = title
+    if not titles:
+        return
+    for ref in doctree.findall(nodes.reference):
+        inner = ref.children[0] if len(ref.children) == 1 and isinstance(ref.children[0], nodes.inline) else ref
+        title = titles.get(inner.astext())
+        if title is not None and not any(isinstance(n, nodes.math) for n in inner.findall()):
+            inner.children = []
+            inner.extend(child.deepcopy() for child in title.children)
+
+
 def setup(app: Sphinx) -> dict:
     app.setup_extension("sphinx.ext.mathjax")
     app.set_html_assets_policy("always")
@@ -176,4 +334,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _page_context)
     app.connect("html-page-context", _launch_source, priority=502)
     _figures_setup(app)
+    app.connect("builder-inited", _singlehtml_handlers)
+    app.connect("html-page-context", _plain_titles, priority=900)  # after the theme sets pagetitle
+    app.connect("doctree-resolved", _reference_titles)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True}
