@@ -116,8 +116,11 @@ def test_2d_curve_passes_through_the_marked_temperatures(data):
     for level, key in ((1.0, "unit"), (D1, "table_d1")):
         for b in data["roots"][key]:
             assert read(x, y, b) == pytest.approx(level, rel=1e-5)
-    d1_lines = [ln for ln in ax.lines if ln.get_label().startswith("Table D.1's value, $\\beta")]
+    d1_lines = [ln for ln in ax.lines if ln.get_linestyle() == "-." and ln.get_xdata()[0] == ln.get_xdata()[1]]
     assert sorted(ln.get_xdata()[0] for ln in d1_lines) == pytest.approx(data["roots"]["table_d1"])
+    assert "Table D.1's value, $\\beta = " + ", ".join(f"{b:.3f}" for b in data["roots"]["table_d1"]) + "$" in [
+        ln.get_label() for ln in d1_lines
+    ]
     marked = {b for r in data["roots"].values() for b in r}
     keep = np.array([b not in marked for b in x])
     beta = data["roots"]["table_d1"][1]

@@ -2,7 +2,8 @@
 
 The GE curves at Table D.3's exact dimensions (Figure D.1: the book's choice, ``n = 4096``),
 read as :data:`gelib.learning.TABLE_D1_READING` says (:func:`gelib.figure_data.panel`): the
-limit law only, seconds per panel (the map 2b about half a minute), nothing sampled.
+limit law only, seconds per panel (the map 2b, and 2d with its roots, about half a minute), nothing
+sampled.
 ``--markers`` adds the MHA markers at ``--scale`` (they sample softmax layers: the expected
 time is printed first, :func:`gelib.figure_data.marker_seconds`). ``--json`` prints the panel
 as one JSON object (the schema in :mod:`gelib.figure_data`), ``--csv FILE`` writes it as a

@@ -511,7 +511,7 @@ def ratio_figure(
     y-axis. ``own = (betas, ratios)`` (if given): the GE ratio at the markers' own
     dimensions (``marker_layer``), drawn dashed in the markers' colour. Returns the figure.
     """
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ge, mha = _series(data, "ge")[0], _series(data, "mha")
     ax.plot(ge["x"], ge["y"], color=COLORS[0], lw=1.6, label="GE")
     if mha and mha[0]["x"]:
@@ -531,10 +531,18 @@ def ratio_figure(
         ax.lines[-1].set_label("GE at the markers' dimensions")
     ax.axhline(1.0, color="black", lw=1)
     _table_d1_lines(ax, data)
-    for c in crossings:
-        ax.axvline(c.x, color=COLORS[0], ls=":", lw=1, label=f"crossing of 1, $\\beta^* = {c.x:.3f}$")
-    for b in data.get("roots", {}).get("table_d1", []):
-        ax.axvline(b, color="grey", ls="-.", lw=0.8, label=f"Table D.1's value, $\\beta = {b:.3f}$")
+    at = lambda xs: ", ".join(f"{x:.3f}" for x in xs)  # noqa: E731
+    for i, c in enumerate(crossings):
+        ax.axvline(
+            c.x,
+            color=COLORS[0],
+            ls=":",
+            lw=1,
+            label=None if i else f"crossing of 1, $\\beta = {at(c.x for c in crossings)}$",
+        )
+    d1 = data.get("roots", {}).get("table_d1", [])
+    for i, b in enumerate(d1):
+        ax.axvline(b, color="grey", ls="-.", lw=0.8, label=None if i else f"Table D.1's value, $\\beta = {at(d1)}$")
     x = np.asarray(ge["x"], dtype=float)
     if x.size and x.min() > 0 and x.max() >= 10 * x.min():
         ax.set_xscale("log")
@@ -542,7 +550,7 @@ def ratio_figure(
     ax.set_ylabel(f"error ratio ${pair}$")
     r = data["reading"]
     ax.set_title(f"Figure 2(d) — {note}; $n_{{(d)}} = {layer.n}$, $h = {layer.h}$, $t = {r['horizon']:g}$", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # below: the verticals fill the axes
     return fig
 
 
