@@ -15,7 +15,10 @@ series per output width; D1a-D1c are the densities of Figure D.1's limit laws (t
 dimensions, ``n = 4096``: the paper does not give them). ``table_d1`` holds the paper's Table
 D.1 rows of the panel (the value its largest error bar belongs to, and that half-width).
 ``dimensions`` lists each field of the panel's layers: one value where all share it, else the
-sorted values.
+sorted values. Panel 2d on its own grid adds ``"beta_range"``, ``"root_range"`` and
+``"roots": {"unit": [...], "table_d1": [...]}``, every ``beta`` in :data:`D2_BETA_RANGE` where
+the GE ratio crosses 1 and where it takes Table D.1's value (:func:`d2_roots`); its curve passes
+through each.
 
 :func:`add_simulated_markers` appends the MHA markers (``"kind": "mha"``, with ``ci95``, the
 95 % Student-t half-widths over seeds) simulated on the layers of :func:`marker_layers` (the
@@ -78,6 +81,13 @@ __all__ = [
     "table_d1_comparison",
     "D1_BETA_BRACKET",
     "d1_temperature",
+    "D2_BETA_RANGE",
+    "D2_ROOT_GRID",
+    "ratio_2d",
+    "level_roots",
+    "d2_roots",
+    "d2_betas",
+    "d2_summary",
     "teacher_bars",
     "teacher_glue",
     "to_rows",
@@ -211,26 +221,37 @@ def panel(
     laws: LimitLaws | None = None,
     times: Sequence[float] = tuple(np.geomspace(1e-2, 1e2, 41)),
     step: int = 4,
-    betas: Sequence[float] = tuple(np.round(np.arange(0.25, 2.501, 0.25), 2)),
+    betas: Sequence[float] | None = None,
     map_step: int = 16,
     map_log2_step: float = 0.5,
     points: int = 200,
+    beta_points: int = 13,
+    beta_extra: Iterable[float] = (),
 ) -> dict[str, Any]:
     """The GE curves of one panel at Table D.3's dimensions (the module's schema).
 
     ``name``: a key of :data:`PANELS` (a :class:`KeyError` names the known ones);
     ``laws``: a :class:`~gelib.learning_markers.LimitLaws` cache to share between calls;
     ``times``: the time grid of 2(a); ``step``: the spacing of the head counts of 2(c);
-    ``betas``: the inverse temperatures of 2(d); ``map_step`` and ``map_log2_step``: the
-    spacing of the head counts and of ``log2 d_O`` of the map 2(b)
+    ``betas``: the inverse temperatures of 2(d) (default :func:`d2_betas` of ``beta_points``
+    points, every root and ``beta_extra``, so that the curve passes through them); ``map_step``
+    and ``map_log2_step``: the spacing of the head counts and of ``log2 d_O`` of the map 2(b)
     (:func:`gelib.learning.error_map_grid`); ``points``: about how many points of each density
     of Figure D.1 (:meth:`gelib.freeprob.Law.grid`, clustered at the edges; an atom's mass is
     in its series' label).
+
+    Panel 2d on its own grid (``betas`` not given) also has ``"beta_range"`` (the smallest and
+    largest ``beta`` drawn), ``"roots"`` (:func:`d2_roots` on :data:`D2_BETA_RANGE`: every
+    ``beta`` where the GE ratio crosses 1, and every one where it takes Table D.1's value) and
+    ``"root_range"``, the range they were searched on.
     """
     if name not in PANELS:
         raise KeyError(f"unknown panel {name!r}; known panels: {', '.join(PANELS)}")
     spec = PANELS[name]
     laws = LimitLaws(1e-9) if laws is None else laws
+    roots = d2_roots(laws, reading) if name == "2d" and betas is None else None
+    if roots is not None:
+        betas = d2_betas(roots, beta_points, beta_extra)
     args = {"2b": (map_step, map_log2_step), "2c": (step,), "2d": (betas,)}.get(name, ())
     t = np.asarray(times, dtype=float)
 
@@ -257,7 +278,7 @@ def panel(
             else:
                 y = [error(cs[0]) for _, cs in pts]
         series.append({"label": label, "kind": "ge", "x": x, "y": [float(v) for v in y], "ci95": None})
-    return {
+    out: dict[str, Any] = {
         "panel": name,
         "quantity": spec.quantity,
         "x_label": spec.x_label,
@@ -270,6 +291,10 @@ def panel(
             if row.panel == name
         ],
     }
+    if roots is not None:
+        x = series[0]["x"]
+        out |= {"beta_range": [min(x), max(x)], "root_range": list(D2_BETA_RANGE), "roots": roots}
+    return out
 
 
 #: The inverse temperatures of 2(d)'s markers besides Table D.1's, which is always marked
@@ -438,16 +463,17 @@ def table_d1_comparison(data: dict[str, Any]) -> dict[str, float]:
     }
 
 
-#: The bracket in ``beta`` where Figure 2(d)'s GE ratio meets Table D.1's value, searched by
-#: :func:`d1_temperature` (the book's panel (d) finds one crossing in ``[0.25, 2.5]``, below
-#: ``beta = 0.5``).
+#: The bracket in ``beta`` searched by :func:`d1_temperature`: the higher of the two temperatures
+#: where Figure 2(d)'s GE ratio takes Table D.1's value (:func:`d2_roots` finds both), the one at
+#: which the book simulates markers.
 D1_BETA_BRACKET = (0.25, 0.5)
 
 
 def d1_temperature(laws: LimitLaws | None = None, reading: Reading = TABLE_D1_READING, xtol: float = 1e-6) -> float:
-    """The inverse temperature at which Figure 2(d)'s GE ratio takes Table D.1's value.
+    """The higher inverse temperature at which Figure 2(d)'s GE ratio takes Table D.1's value.
 
-    The root of ``log(ratio(beta) / value)`` in :data:`D1_BETA_BRACKET` by Brent's method on the
+    The ratio takes it twice on :data:`D2_BETA_RANGE` (:func:`d2_roots`); this is the root of
+    ``log(ratio(beta) / value)`` in :data:`D1_BETA_BRACKET` by Brent's method on the
     exact GE ratio at Table D.3's dimensions (``ratio``: the coefficient errors of
     ``(d_K, d_V) = (64, 192)`` over ``(128, 128)``, read as ``reading`` says); ``laws``: a
     :class:`~gelib.learning_markers.LimitLaws` cache to share (without one, the root is computed
@@ -470,6 +496,126 @@ def d1_temperature(laws: LimitLaws | None = None, reading: Reading = TABLE_D1_RE
 @functools.cache
 def _d1_temperature_cached(reading: Reading, xtol: float) -> float:
     return d1_temperature(LimitLaws(1e-9), reading, xtol)
+
+
+#: The inverse temperatures on which the book draws Figure 2(d) and makes its claims: down to
+#: where the ratio has risen back to about 0.9 on its way to 1 (both errors tend to 1 as
+#: ``beta -> 0``), well above where the limit law's solver stops converging (near ``beta = 0.001``
+#: at Table D.3's dimensions); up to 2.5, where the ratio is within 0.1 % of 1 (the solver stops
+#: near 3).
+D2_BETA_RANGE = (0.005, 2.5)
+
+#: The grid on which :func:`d2_roots` brackets the roots: 13 points evenly spaced in
+#: ``log beta`` over :data:`D2_BETA_RANGE` (a factor 1.68 apart), each pair of neighbours holding
+#: at most one root of each level (the tests check the roots against another grid and by
+#: bisection).
+D2_ROOT_GRID = tuple(float(b) for b in np.geomspace(*D2_BETA_RANGE, 13))
+
+
+def ratio_2d(beta: float, laws: LimitLaws | None = None, reading: Reading = TABLE_D1_READING) -> float:
+    """Figure 2(d)'s GE ratio at ``beta``: the coefficient errors of ``(d_K, d_V) = (64, 192)`` over
+    ``(128, 128)`` at Table D.3's dimensions, read as ``reading`` says (``laws``: a
+    :class:`~gelib.learning_markers.LimitLaws` cache to share)."""
+    laws = LimitLaws(1e-9) if laws is None else laws
+    a, b = _ratio_pair(float(beta))
+    return _read_error(laws(a), a, reading) / _read_error(laws(b), b, reading)
+
+
+def level_roots(f: Callable[[float], float], grid: Sequence[float], level: float, xtol: float = 1e-6) -> list[float]:
+    """Every root of ``log(f(x) / level)`` that ``grid`` brackets, in increasing order.
+
+    ``f``: a positive function; ``grid``: increasing points. Between each pair of neighbours
+    where ``f - level`` changes sign (a grid point on the level is a root itself), Brent's method
+    to ``xtol``. A pair of roots between two neighbours is not seen: the grid must be finer
+    than the roots' spacing.
+    """
+    x = [float(v) for v in grid]
+    g = [math.log(f(v) / level) for v in x]
+    out = [a for a, ga in zip(x, g) if ga == 0.0]
+    for a, b, ga, gb in zip(x, x[1:], g, g[1:]):
+        if ga * gb < 0:
+            out.append(float(scipy.optimize.brentq(lambda u: math.log(f(u) / level), a, b, xtol=xtol)))
+    return sorted(out)
+
+
+def d2_roots(
+    laws: LimitLaws | None = None,
+    reading: Reading = TABLE_D1_READING,
+    grid: Sequence[float] = D2_ROOT_GRID,
+    xtol: float = 1e-6,
+) -> dict[str, list[float]]:
+    """Every ``beta`` in ``grid``'s range where Figure 2(d)'s GE ratio (:func:`ratio_2d`) crosses
+    1 (``"unit"``) and every one where it takes Table D.1's value (``"table_d1"``), by
+    :func:`level_roots` on ``grid`` (default :data:`D2_ROOT_GRID`). Under Table D.1's reading
+    there are two of each on :data:`D2_BETA_RANGE`."""
+    laws = LimitLaws(1e-9) if laws is None else laws
+    (value,) = (row.value for row in TABLE_D1 if row.panel == "2d")
+
+    @functools.cache
+    def f(b: float) -> float:
+        return ratio_2d(b, laws, reading)
+
+    return {"unit": level_roots(f, grid, 1.0, xtol), "table_d1": level_roots(f, grid, value, xtol)}
+
+
+def d2_betas(
+    roots: dict[str, list[float]], points: int = len(D2_ROOT_GRID), extra: Iterable[float] = ()
+) -> list[float]:
+    """The inverse temperatures at which Figure 2(d)'s curve is drawn: ``points`` evenly spaced in
+    ``log beta`` over :data:`D2_BETA_RANGE`, :data:`D2_ROOT_GRID` (whose laws :func:`d2_roots` has
+    computed), every root of ``roots`` (:func:`d2_roots`) and ``extra`` (the markers'
+    temperatures), sorted, points within a relative ``1e-9`` of each other taken once, so that the
+    drawn curve passes through the marked temperatures exactly."""
+    grid = np.geomspace(*D2_BETA_RANGE, points) if points > 1 else np.array(D2_BETA_RANGE)
+    marked = [float(b) for r in roots.values() for b in r] + [float(b) for b in extra]
+    out: list[float] = []
+    for b in sorted([*marked, *D2_ROOT_GRID, *(float(b) for b in grid)]):
+        if out and b - out[-1] <= 1e-9 * b:
+            if b in marked:  # a marked temperature is kept exactly
+                out[-1] = b
+            continue
+        out.append(b)
+    return out
+
+
+def d2_summary(betas: Sequence[float], ratios: Sequence[float], roots: dict[str, list[float]]) -> dict[str, Any]:
+    """Figure 2(d)'s curve in numbers, for a chapter's glue: the roots (:func:`d2_roots`, two of
+    each level) as ``beta-cross-lo``, ``beta-cross`` (crossings of 1) and ``beta-d1-lo``,
+    ``beta-d1`` (Table D.1's value); on the drawn points ``betas`` (increasing) and ``ratios``,
+    the lowest ratio below the first crossing (``beta-min-lo``, ``ratio-min-lo``), the highest
+    between the crossings (``beta-top``, ``ratio-top``), the lowest above the second
+    (``beta-min``, ``ratio-min``), the ends (``beta-low``, ``ratio-low``, ``beta-high``,
+    ``ratio-high``) and ``d2-points``, the number of points. Raises :class:`ValueError` unless
+    there are exactly two roots of each level."""
+    (u0, u1), (v0, v1) = roots["unit"], roots["table_d1"]  # ValueError for any other count
+    b, r = np.asarray(betas, dtype=float), np.asarray(ratios, dtype=float)
+
+    def pick(sel: np.ndarray, f: Callable) -> tuple[float, float]:
+        k = int(f(r[sel]))
+        return float(b[sel][k]), float(r[sel][k])
+
+    (b_lo, r_lo), (b_top, r_top), (b_min, r_min) = (
+        pick(b < u0, np.argmin),
+        pick((b > u0) & (b < u1), np.argmax),
+        pick(b > u1, np.argmin),
+    )
+    return {
+        "beta-cross-lo": u0,
+        "beta-cross": u1,
+        "beta-d1-lo": v0,
+        "beta-d1": v1,
+        "beta-min-lo": b_lo,
+        "ratio-min-lo": r_lo,
+        "beta-top": b_top,
+        "ratio-top": r_top,
+        "beta-min": b_min,
+        "ratio-min": r_min,
+        "beta-low": float(b[0]),
+        "ratio-low": float(r[0]),
+        "beta-high": float(b[-1]),
+        "ratio-high": float(r[-1]),
+        "d2-points": int(b.size),
+    }
 
 
 def _seed_ranges(seeds: Sequence[int]) -> str:

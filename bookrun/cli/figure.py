@@ -2,7 +2,8 @@
 
 The GE curves at Table D.3's exact dimensions (Figure D.1: the book's choice, ``n = 4096``),
 read as :data:`gelib.learning.TABLE_D1_READING` says (:func:`gelib.figure_data.panel`): the
-limit law only, seconds per panel (the map 2b about half a minute), nothing sampled.
+limit law only, seconds per panel (the map 2b, and 2d with its roots, about half a minute), nothing
+sampled.
 ``--markers`` adds the MHA markers at ``--scale`` (they sample softmax layers: the expected
 time is printed first, :func:`gelib.figure_data.marker_seconds`). ``--json`` prints the panel
 as one JSON object (the schema in :mod:`gelib.figure_data`), ``--csv FILE`` writes it as a
@@ -35,7 +36,9 @@ __all__ = ["register", "run"]
 SCHEMA = """output (--json): {"panel", "quantity", "x_label", "reading": {"epsilon", "sigma",
 "horizon"}, "dimensions": {field: value, or the sorted values where the layers differ},
 "series": [{"label", "kind": "ge", "x": [...], "y": [...], "ci95": null}],
-"table_d1": [{"quantity", "value", "half_width", "relative_percent"}]}; --csv: the columns panel, quantity,
+"table_d1": [{"quantity", "value", "half_width", "relative_percent"}]}; panel 2d also "beta_range" (the betas
+drawn), "root_range" (the betas searched) and "roots": {"unit": [every beta where the ratio crosses 1],
+"table_d1": [every beta where it takes Table D.1's value]}; --csv: the columns panel, quantity,
 series, kind, x, y, ci95. Every series is a GE curve unless --markers (then "kind": "mha"
 series with "ci95", the 95 % Student-t half-widths over seeds, and "markers": {"n", "seeds"})."""
 
@@ -183,4 +186,9 @@ def run(args: argparse.Namespace) -> int:
             )
         for row in data["table_d1"]:
             print(f"  Table D.1: {row['quantity']}, about {row['value']:.4g} (95 % half-width {row['half_width']:g})")
+        if "roots" in data:
+            lo, hi = data["root_range"]
+            for key, what in (("unit", "crosses 1"), ("table_d1", "takes Table D.1's value")):
+                at = ", ".join(f"{b:.4f}" for b in data["roots"][key]) or "nowhere"
+                print(f"  on beta in [{lo:g}, {hi:g}] the ratio {what} at beta = {at}")
     return 0

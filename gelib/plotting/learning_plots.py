@@ -40,6 +40,7 @@ __all__ = [
     "sharing_across_figure",
     "sharing_within_figure",
     "loss_figure",
+    "width_boundary_segments",
     "width_boundaries",
     "budget_paths",
     "error_map_figure",
@@ -335,16 +336,51 @@ def loss_figure(
     return fig
 
 
-def width_boundaries(ax: Axes, n: int, hs: Sequence[float] | np.ndarray, d_v: int = 64, label: bool = True) -> None:
-    """The dotted width boundaries ``d_O = n``, ``h d_V = n`` and ``h d_V = d_O`` on an ``(h, d_O / n)`` map.
+def width_boundary_segments(
+    n: int, d_v: int, h_span: tuple[float, float], y_span: tuple[float, float]
+) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The width boundaries (:func:`gelib.learning.on_width_boundary`) on an ``(h, d_O / n)`` map,
+    as segments ``((h0, h1), (y0, y1))`` clipped to the map's spans.
 
-    ``hs``: the head counts of the map, 1-D and increasing (the diagonal spans them).
+    The two smallest of ``n``, ``d_O`` and ``h d_V`` coincide on three half-lines meeting at
+    ``(n / d_V, 1)`` (the Y-shaped ridge): ``h d_V = n`` above ``d_O = n``, ``d_O = n`` right of
+    ``h d_V = n``, and ``h d_V = d_O`` below both. The rest of each full line is no boundary
+    (there the third width is the smallest). A half-line outside the spans is left out.
+    """
+    h0, h1 = h_span
+    y0, y1 = y_span
+    hc = n / d_v  # where the three meet
+    out = []
+    if h0 <= hc <= h1 and y1 > 1:
+        out.append(((hc, hc), (max(1.0, y0), y1)))  # h d_V = n, d_O >= n
+    if y0 <= 1 <= y1 and h1 > hc:
+        out.append(((max(hc, h0), h1), (1.0, 1.0)))  # d_O = n, h d_V >= n
+    lo, hi = max(h0, y0 * hc), min(h1, hc, y1 * hc)
+    if lo < hi:
+        out.append(((lo, hi), (lo / hc, hi / hc)))  # h d_V = d_O <= n
+    return out
+
+
+def width_boundaries(
+    ax: Axes,
+    n: int,
+    hs: Sequence[float] | np.ndarray,
+    d_v: int = 64,
+    label: bool = True,
+    y_span: tuple[float, float] | None = None,
+) -> None:
+    """The dotted width boundaries on an ``(h, d_O / n)`` map: the three half-lines of
+    :func:`width_boundary_segments` (``h d_V = n`` for ``d_O >= n``, ``d_O = n`` for ``h d_V >= n``,
+    ``h d_V = d_O`` below both).
+
+    ``hs``: the head counts of the map, 1-D and increasing (the segments span them, half a step
+    beyond); ``y_span``: the map's range of ``d_O / n`` (default: the axes' y limits).
     """
     kw: dict[str, Any] = dict(color="black", ls=":", lw=1.1)
-    ax.axhline(1.0, **kw)
-    ax.axvline(n / d_v, **kw)
-    hh = np.linspace(hs[0] - 0.5, hs[-1] + 0.5, 50)
-    ax.plot(hh, hh * d_v / n, **kw, label="width boundaries" if label else None)
+    step = 0.5 * (hs[1] - hs[0]) if len(hs) > 1 else 0.5
+    span = (float(ax.get_ylim()[0]), float(ax.get_ylim()[1])) if y_span is None else y_span
+    for i, (x, y) in enumerate(width_boundary_segments(n, d_v, (hs[0] - step, hs[-1] + step), span)):
+        ax.plot(x, y, **kw, label="width boundaries" if label and i == 0 else None)
 
 
 def budget_paths(ax: Axes, fixed_output: Sequence[PathPoint], fixed_budget: Sequence[PathPoint]) -> None:
@@ -396,7 +432,7 @@ def error_map_figure(
     finite = z[z < 300]
     fig, ax = plt.subplots(figsize=(6.8, 4.6))
     im = ax.pcolormesh(edges_h, edges_do, z, cmap="viridis", vmin=finite.min(), vmax=finite.max(), shading="flat")
-    width_boundaries(ax, n, hs, c0.d_v)
+    width_boundaries(ax, n, hs, c0.d_v, y_span=(float(edges_do[0]), float(edges_do[-1])))
     budget_paths(ax, fixed_output, fixed_budget)
     ax.set_yscale("log")
     ax.set_xlabel("head count $h$")
@@ -464,6 +500,10 @@ def ratio_figure(
 ) -> Figure:
     """Figure 2(d): the error ratio of two layers across ``beta``, against the unit line.
 
+    Where ``data`` has ``"roots"`` (:func:`gelib.figure_data.d2_roots`), each temperature where
+    the ratio takes Table D.1's value is a grey dash-dotted vertical. The ``beta`` axis is
+    logarithmic where the curve spans a factor 10 or more.
+
     ``data``: the panel as :func:`gelib.figure_data.panel` gives it (``"2d"``): its GE ratio
     (solid) and its MHA series (the softmax ratios, :func:`gelib.figure_data.add_markers`);
     each crossing of 1 (``crossings``) is a dotted vertical, Table D.1's value dash-dotted.
@@ -471,7 +511,7 @@ def ratio_figure(
     y-axis. ``own = (betas, ratios)`` (if given): the GE ratio at the markers' own
     dimensions (``marker_layer``), drawn dashed in the markers' colour. Returns the figure.
     """
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ge, mha = _series(data, "ge")[0], _series(data, "mha")
     ax.plot(ge["x"], ge["y"], color=COLORS[0], lw=1.6, label="GE")
     if mha and mha[0]["x"]:
@@ -491,13 +531,26 @@ def ratio_figure(
         ax.lines[-1].set_label("GE at the markers' dimensions")
     ax.axhline(1.0, color="black", lw=1)
     _table_d1_lines(ax, data)
-    for c in crossings:
-        ax.axvline(c.x, color=COLORS[0], ls=":", lw=1, label=f"crossing of 1, $\\beta^* = {c.x:.3f}$")
+    at = lambda xs: ", ".join(f"{x:.3f}" for x in xs)  # noqa: E731
+    for i, c in enumerate(crossings):
+        ax.axvline(
+            c.x,
+            color=COLORS[0],
+            ls=":",
+            lw=1,
+            label=None if i else f"crossing of 1, $\\beta = {at(c.x for c in crossings)}$",
+        )
+    d1 = data.get("roots", {}).get("table_d1", [])
+    for i, b in enumerate(d1):
+        ax.axvline(b, color="grey", ls="-.", lw=0.8, label=None if i else f"Table D.1's value, $\\beta = {at(d1)}$")
+    x = np.asarray(ge["x"], dtype=float)
+    if x.size and x.min() > 0 and x.max() >= 10 * x.min():
+        ax.set_xscale("log")
     ax.set_xlabel(r"inverse temperature $\beta$")
     ax.set_ylabel(f"error ratio ${pair}$")
     r = data["reading"]
     ax.set_title(f"Figure 2(d) — {note}; $n_{{(d)}} = {layer.n}$, $h = {layer.h}$, $t = {r['horizon']:g}$", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16))  # below: the verticals fill the axes
     return fig
 
 
