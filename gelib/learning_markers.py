@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 import jax
@@ -41,6 +41,7 @@ from .config import AttentionConfig
 from .freeprob import Law, scale
 from .keys import stream
 from .learning import expect
+from .models import mha_shift_exact
 from .moment_checks import first_moment_bias
 from .spectra import Summary, estimate_seconds, model_spectra, summarize
 
@@ -66,6 +67,12 @@ __all__ = [
     "convergence",
     "ShiftedValues",
     "shifted_values",
+    "shift_glue",
+    "shift_data",
+    "convergence_data",
+    "convergence_glue",
+    "named_shifts",
+    "path_shifts",
 ]
 
 
@@ -457,7 +464,7 @@ class Convergence:
     (weighted least squares of ``log |departure|`` on ``log n``, each point weighted by its
     delta-method variance ``(se / mean)^2``, a Student-t 95 % interval); ``rate``: the predicted
     order (:data:`DEPARTURE_RATE`); ``alternative``: the slower order the interval must exclude
-    (:data:`ALTERNATIVE_RATE`).
+    (:data:`ALTERNATIVE_RATE`); ``layers``: the layer at each ``n``.
     """
 
     label: str
@@ -467,6 +474,7 @@ class Convergence:
     ci95: float
     rate: float = DEPARTURE_RATE
     alternative: float = ALTERNATIVE_RATE
+    layers: tuple = ()
 
     @property
     def resolved(self) -> bool:
@@ -513,15 +521,16 @@ def convergence(
     """The departure of ``fn`` (a law or one array of eigenvalues -> a number) from its shifted
     prediction, on the layers ``make(n)`` for ``n`` in ``ns`` (same ratios, so one limit law),
     each simulated by ``spectra`` on the stream ``("convergence", label, n)``."""
-    departures = []
+    departures, layers = [], []
     for n in ns:
         cfg = make(n)
+        layers.append(cfg)
         shifted = laws.shifted(cfg)
         law = laws(cfg) if shifted is None else shifted
         ref = float(fn(law))
         departures.append(summarize([float(fn(x)) / ref - 1 for x in spectra(cfg, "convergence", label, n)]))
     slope, ci = _log_slope(ns, departures)
-    return Convergence(label, tuple(int(n) for n in ns), tuple(departures), slope, ci)
+    return Convergence(label, tuple(int(n) for n in ns), tuple(departures), slope, ci, layers=tuple(layers))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1003,11 +1012,18 @@ class ShiftedValues:
     (:meth:`LimitLaws.shifted`), ``b`` the layer's exact expected first-moment shift at its own
     ``n`` and ``d_K`` (:func:`predicted_shift`), which is where the softmax layer's mean sits
     before any change of shape; ``b``: those shifts. ``nan`` where no shift is predicted (tied).
+    ``layers``: the layers, in order.
     """
 
     ge: np.ndarray
     shifted: np.ndarray
     b: np.ndarray
+    layers: tuple = ()
+
+    @property
+    def h(self) -> list[int]:
+        """The layers' head counts (the x axis of a path)."""
+        return [c.h for c in self.layers]
 
     @property
     def change(self) -> np.ndarray:
@@ -1031,4 +1047,96 @@ def shifted_values(laws: LimitLaws, fn: Callable, cfgs: Sequence[AttentionConfig
         shifted.append(math.nan if law is None else float(fn(law, cfg)))
         shift = predicted_shift(cfg)
         b.append(math.nan if shift is None else shift)
-    return ShiftedValues(np.array(ge), np.array(shifted), np.array(b))
+    return ShiftedValues(np.array(ge), np.array(shifted), np.array(b), tuple(cfgs))
+
+
+def path_shifts(laws: LimitLaws, fn: Callable, paths: Mapping[str, Sequence], step: int = 1) -> dict:
+    """:func:`shifted_values` along paths: ``{name: ShiftedValues}`` of every ``step``-th point of each
+    path (:class:`gelib.learning.PathPoint`, its ``cfg``), from the first."""
+    return {name: shifted_values(laws, fn, [p.cfg for p in points[::step]]) for name, points in paths.items()}
+
+
+def shift_glue(values: Mapping[str, ShiftedValues], bar: float, ladder: Sequence[int] = (512, 4096, 65536)) -> dict:
+    """What a chapter says about :func:`shifted_values` of its curves, in numbers (per cent).
+
+    ``b``: the largest shift of the layers; ``lo``: the most negative relative change of the
+    functional over every curve of ``values`` and ``hi`` the most positive; ``bars``: ``|lo|`` and
+    ``|hi|``, whichever is larger, over ``bar`` (a relative half-width, e.g. Table D.1's, as a
+    fraction; ``bar``: it in %); ``noise``: the change ``1 / (1 + b) - 1`` of a functional that scales like ``1 / m_1``
+    (a noise term at convergence); and ``ladder-N``: the exact shift at ``n = N`` and the first
+    layer's ``d_K`` and ``beta`` (:func:`gelib.models.mha_shift_exact`), e.g. along a chapter's
+    scales at fixed head width.
+    """
+    change = np.concatenate([v.change for v in values.values()])
+    b = float(np.nanmax(np.concatenate([v.b for v in values.values()])))
+    lo, hi = float(np.nanmin(change)), float(np.nanmax(change))
+    first = next(iter(values.values())).layers[0]
+    return {
+        "b": 100 * b,
+        "lo": 100 * lo,
+        "hi": 100 * hi,
+        "bars": max(abs(lo), abs(hi)) / bar,
+        "bar": 100 * bar,
+        "noise": 100 * (1 / (1 + b) - 1),
+        **{f"ladder-{n}": 100 * mha_shift_exact(n, first.d_k, first.beta) for n in ladder},
+    }
+
+
+def shift_data(values: Mapping[str, ShiftedValues], quantity: str = "coefficient error") -> dict:
+    """A figure's numbers (the panel dict of :mod:`gelib.figure_data`, for its CSV): per curve of
+    ``values`` its GE series and its shifted one (kind ``"ge"`` and ``"shifted"``) against ``h``."""
+    series = [
+        {"label": f"{kind}, {name}", "kind": kind, "x": [float(h) for h in v.h], "y": [float(y) for y in ys]}
+        | {"ci95": None}
+        for name, v in values.items()
+        for kind, ys in (("ge", v.ge), ("shifted", v.shifted))
+    ]
+    return {"panel": "2c-shift", "quantity": quantity, "series": series}
+
+
+def convergence_data(results: Sequence[Convergence]) -> dict:
+    """A figure's numbers for :func:`convergence` results: per result its departures (mean, 95 %
+    half-width) against ``n``, kind ``"mha"``."""
+    series = [
+        {
+            "label": r.label,
+            "kind": "mha",
+            "x": [float(n) for n in r.ns],
+            "y": [float(d.mean) for d in r.departures],
+            "ci95": [float(d.ci95) for d in r.departures],
+        }
+        for r in results
+    ]
+    return {"panel": "convergence", "quantity": "departure from the shifted prediction", "series": series}
+
+
+def convergence_glue(groups: Mapping[str, Sequence[Convergence]], n: int) -> dict:
+    """What a chapter says about groups of :func:`convergence` results (one group per layer), keyed
+    ``{group}-{word}-...`` by the group's name and the first word of each label: ``slope``, ``ci``,
+    ``at-n`` (the departure at ``n``, in %, ``nan`` if ``n`` is not among the sizes) and ``verdict``
+    (:meth:`Convergence.describe`); per group ``{group}-resolved`` and ``{group}-separated`` (how
+    many results are resolved, and how many tell ``1 / n`` from ``n^{-1/2}``,
+    :attr:`Convergence.separates`), ``{group}-seeds``, ``{group}-n0`` and ``{group}-n2`` (the
+    smallest and largest ``n``), and ``{group}-h`` (the head count of its layer)."""
+    out: dict = {}
+    for g, results in groups.items():
+        first = results[0]
+        out |= {f"{g}-resolved": sum(r.resolved for r in results), f"{g}-separated": sum(r.separates for r in results)}
+        out |= {f"{g}-seeds": first.departures[0].count, f"{g}-n0": first.ns[0], f"{g}-n2": first.ns[-1]}
+        out[f"{g}-h"] = first.layers[0].h if first.layers else 0
+        for r in results:
+            w = f"{g}-{r.label.split()[0]}"
+            at_n = 100 * r.departures[r.ns.index(n)].mean if n in r.ns else math.nan
+            out |= {f"{w}-slope": r.slope, f"{w}-ci": r.ci95, f"{w}-at-n": at_n, f"{w}-verdict": r.describe()}
+    return out
+
+
+def named_shifts(laws: LimitLaws, items: Mapping[str, tuple[Callable, AttentionConfig]]) -> dict:
+    """:func:`shifted_values` of single layers, for a chapter's prose: per ``name: (fn, cfg)`` the keys
+    ``{name}-ge``, ``{name}-shifted``, ``{name}-change`` (in %) and ``{name}-b`` (the shift, in %)."""
+    out: dict = {}
+    for name, (fn, cfg) in items.items():
+        v = shifted_values(laws, fn, [cfg])
+        out |= {f"{name}-ge": v.ge[0], f"{name}-shifted": v.shifted[0]}
+        out |= {f"{name}-change": 100 * v.change[0], f"{name}-b": 100 * v.b[0]}
+    return out

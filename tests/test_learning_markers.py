@@ -9,7 +9,9 @@ import scipy.stats
 from gelib import AttentionConfig
 from gelib import learning as L
 from gelib import learning_markers as MK
+from gelib.figure_data import to_rows
 from gelib.freeprob import marchenko_pastur
+from gelib.models import mha_shift_exact
 from gelib.spectra import summarize
 
 
@@ -375,7 +377,7 @@ def test_convergence_measures_the_rate_and_rejects_a_slower_one(rate, consistent
     c = MK.convergence(
         FakeSpectra(3.0, rate, 1e-4), laws, lambda mu: L.expect(mu, lambda x: x, 0.0), make, (32, 64, 128), "m1"
     )
-    assert c.ns == (32, 64, 128) and c.resolved
+    assert c.ns == (32, 64, 128) and c.resolved and [x.n for x in c.layers] == [32, 64, 128]
     np.testing.assert_allclose([d.mean for d in c.departures], [3.0 * n**-rate for n in c.ns], rtol=1e-3)
     assert c.slope == pytest.approx(-rate, abs=0.01) and c.ci95 < 0.01
     assert c.consistent is consistent
@@ -400,6 +402,12 @@ def test_convergence_asserts_one_over_n_against_n_to_the_minus_half_only_where_i
     assert not wide.separates and wide.consistent and "too wide to exclude -0.5" in wide.describe()
     assert not make(-0.3, 0.6).consistent
     assert "not resolved" in MK.Convergence("x", (64, 128), (dep[0], summarize([0.1, -0.1, 0.0])), -1, 0.1).describe()
+    g = MK.convergence_glue({"c": [fast, MK.Convergence("loss at t", fast.ns, dep, -0.7, 0.4)]}, n=128)
+    assert (g["c-resolved"], g["c-separated"]) == (2, 1) and g["c-x-slope"] == -1.0 and g["c-loss-ci"] == 0.4
+    assert g["c-x-at-n"] == pytest.approx(100 * dep[1].mean) and g["c-loss-verdict"] == wide.describe()
+    assert (g["c-seeds"], g["c-n0"], g["c-n2"], g["c-h"]) == (3, 64, 256, 0)
+    data = MK.convergence_data([fast])
+    assert data["series"][0]["x"] == [64.0, 128.0, 256.0] and data["series"][0]["y"] == [d.mean for d in dep]
 
 
 def test_shifted_values_move_the_functional_by_the_layers_own_shift():
@@ -411,8 +419,19 @@ def test_shifted_values_move_the_functional_by_the_layers_own_shift():
     np.testing.assert_allclose(v.ge, [1.0, 1.0], rtol=1e-9)
     assert v.shifted[0] == pytest.approx(1 + b) and v.b[0] == b and v.change[0] == pytest.approx(b)
     assert math.isnan(v.shifted[1]) and math.isnan(v.b[1])
-    # a wrong shift (the law not rescaled) is seen: the change would be 0, not b
-    assert abs(b) > 1e-3
+    assert v.h == [UNTIED.h, TIED.h]
+    g = MK.shift_glue({"a": v}, bar=0.005, ladder=(512,))
+    assert g["b"] == pytest.approx(100 * b) and g["lo"] == pytest.approx(100 * b) == pytest.approx(g["hi"])
+    assert g["bars"] == pytest.approx(abs(b) / 0.005) and g["noise"] == pytest.approx(100 * (1 / (1 + b) - 1))
+    assert g["ladder-512"] == pytest.approx(100 * mha_shift_exact(512, UNTIED.d_k))
+    pts = [L.PathPoint(c, 0) for c in (UNTIED, UNTIED.replace(h=8), TIED)]
+    along = MK.path_shifts(laws, mean, {"p": pts}, step=2)["p"]
+    assert along.h == [UNTIED.h, TIED.h] and along.shifted[0] == pytest.approx(1 + b)
+    named = MK.named_shifts(laws, {"m": (mean, UNTIED)})
+    assert named["m-shifted"] == pytest.approx(1 + b) and named["m-change"] == pytest.approx(100 * b)
+    assert named["m-b"] == 100 * b and named["m-ge"] == pytest.approx(1.0) and g["bar"] == 0.5
+    rows = [(r["kind"], r["y"]) for r in to_rows(MK.shift_data({"a": v}))]
+    assert rows[0] == ("ge", v.ge[0]) and rows[2] == ("shifted", v.shifted[0])
 
 
 def test_spread_excess_is_scale_free():

@@ -595,18 +595,19 @@ def learning_view(laws, layers: dict[str, AttentionConfig], reading) -> Figure:
     return fig
 
 
-def shift_figure(paths: dict[str, tuple[ArrayLike, ShiftedValues]], band: float, note: str) -> Figure:
+def shift_figure(paths: dict[str, ShiftedValues], band: float, note: str) -> Figure:
     """Figure 2(c) at Table D.3's dimensions, with the GE curves shifted by each layer's own ``b(n, d_K)``.
 
-    ``paths[name] = (h, values)``: the head counts of a path and
-    :func:`gelib.learning_markers.shifted_values` of the coefficient error along it. Left: the GE
+    ``paths[name]``: :func:`gelib.learning_markers.shifted_values` of the coefficient error along
+    a path, drawn against the layers' head counts. Left: the GE
     curves (solid) and the shifted ones (dashed, same colour), where softmax markers of those
     dimensions sit if the first-moment shift is all that moves them; right: the relative change
     ``shifted / GE - 1`` in %, with ``± band`` (Table D.1's relative half-width of the panel, in %)
     shaded around 0. Returns the figure.
     """
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8))
-    for c, (name, (h, v)) in zip(COLORS, paths.items()):
+    for c, (name, v) in zip(COLORS, paths.items()):
+        h = v.h
         ax.plot(h, v.ge, color=c, lw=1.4, label=f"GE, {name}")
         ax.plot(h, v.shifted, color=c, lw=1.2, ls="--", label=f"GE shifted by $b$, {name}")
         ax2.plot(h, 100 * v.change, color=c, marker=".", ms=4, lw=1, label=name)
@@ -619,7 +620,7 @@ def shift_figure(paths: dict[str, tuple[ArrayLike, ShiftedValues]], band: float,
     ax2.set_xlabel("head count $h$")
     ax2.set_ylabel("shifted / GE $-$ 1 (%)")
     ax2.legend(fontsize=7)
-    b = next(iter(paths.values()))[1].b
+    b = np.concatenate([v.b for v in paths.values()])
     shift = 100 * float(np.nanmax(b))
     fig.suptitle(f"Figure 2(c) with the first-moment shift $b = {shift:+.2f}$ % — {note}", fontsize=8)
     return fig
