@@ -14,10 +14,14 @@ every marker against its curve:
   the softmax layer's predicted first-moment shift (:func:`predicted_shift`,
   :meth:`LimitLaws.shifted`), corrected by the departure of the same marker
   at half the size (:func:`halve`), which shrinks like ``1 / n``
-  (:data:`DEPARTURE_RATE`); every marker is asserted, and the table is the
-  one the chapters show;
+  (:data:`DEPARTURE_RATE`); every marker is asserted by a two-sided Student-t
+  test at :data:`MARKER_LEVEL`, and the table is the one the chapters show,
+  each tolerance in standard errors beside the smallest error it catches;
 * :func:`convergence` measures that rate: one marker's departure at three
-  or more sizes at fixed ratios, and the fitted exponent.
+  or more sizes at fixed ratios, and the fitted exponent;
+* :func:`shifted_values` evaluates a functional on a layer's limit law and on
+  that law shifted by the layer's own ``b(n, d_K)``: where a softmax layer of
+  those dimensions should sit against its GE curve.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 import jax
@@ -37,6 +41,7 @@ from .config import AttentionConfig
 from .freeprob import Law, scale
 from .keys import stream
 from .learning import expect
+from .models import mha_shift_exact
 from .moment_checks import first_moment_bias
 from .spectra import Summary, estimate_seconds, model_spectra, summarize
 
@@ -52,12 +57,22 @@ __all__ = [
     "at_size",
     "halve",
     "DEPARTURE_RATE",
+    "ALTERNATIVE_RATE",
+    "MARKER_LEVEL",
     "HalfSize",
     "Marker",
     "ShrinkRate",
     "MarkerTable",
     "Convergence",
     "convergence",
+    "ShiftedValues",
+    "shifted_values",
+    "shift_glue",
+    "shift_data",
+    "convergence_data",
+    "convergence_glue",
+    "named_shifts",
+    "path_shifts",
 ]
 
 
@@ -271,20 +286,43 @@ def halve(cfg: AttentionConfig) -> AttentionConfig:
 #: ``O(1 / n)`` at fixed ratios. :func:`convergence` measures it.
 DEPARTURE_RATE = 1.0
 
+#: The rate the checks of :data:`DEPARTURE_RATE` must exclude: ``n^{-1/2}``, the order at which
+#: the paper's Table 1 bounds its steps. A departure shrinking at that rate would be carried from
+#: ``n / 2`` to ``n`` as ``2^{-1/2}`` of itself, not ``1/2``; :class:`ShrinkRate` and
+#: :class:`Convergence` assert ``1 / n`` only where their interval excludes it.
+ALTERNATIVE_RATE = 0.5
+
+#: The level of each marker's check (:meth:`MarkerTable.tolerance`): a two-sided Student-t test of
+#: ``mean = reference`` with Welch's degrees of freedom fails a correct marker with probability
+#: ``10^{-3}``, so a table of ``M`` markers fails by chance in at most ``M / 1000`` of the runs
+#: (Bonferroni; about 5 % for the largest tables of the book).
+MARKER_LEVEL = 1e-3
+
+
+def _se(ci: float, seeds: int) -> float:
+    """The standard error behind a 95 % Student-t half-width ``ci`` over ``seeds`` seeds (nan below 2)."""
+    return ci / float(scipy.stats.t.ppf(0.975, seeds - 1)) if seeds >= 2 else math.nan
+
 
 @dataclasses.dataclass(frozen=True)
 class HalfSize:
     """A marker's companion: the same functional on softmax layers of half the size (:func:`halve`).
 
-    ``n``, ``mean`` and ``ci`` (95 % Student-t half-width over seeds) of the companion,
-    and ``reference``: the functional on its own shifted limit law (or its limit law where
-    no shift is predicted).
+    ``n``, ``mean`` and ``ci`` (95 % Student-t half-width over ``seeds`` seeds) of the
+    companion, and ``reference``: the functional on its own shifted limit law (or its limit
+    law where no shift is predicted).
     """
 
     n: int
     mean: float
     ci: float
     reference: float
+    seeds: int = 0
+
+    @property
+    def se(self) -> float:
+        """The standard error of :attr:`mean` (from :attr:`ci` and :attr:`seeds`)."""
+        return _se(self.ci, self.seeds)
 
     @property
     def departure(self) -> float:
@@ -300,7 +338,7 @@ class Marker:
     rescaled by the predicted first-moment shift (:meth:`LimitLaws.shifted`),
     ``None`` where no shift is predicted (tied layers; then ``ge`` stands for it);
     ``mean`` and ``ci``: the softmax layers' mean and 95 % Student-t half-width
-    over seeds; ``half``: the same marker at half the size (:class:`HalfSize`),
+    over ``seeds`` seeds; ``half``: the same marker at half the size (:class:`HalfSize`),
     whose departure from its own prediction, shrunk by ``(n_half / n) ** rate``,
     corrects the prediction at ``n`` (:attr:`reference`). Without ``half`` the
     reference is the shifted prediction alone (the mean eigenvalue, which the shift
@@ -320,6 +358,7 @@ class Marker:
     rate: float = DEPARTURE_RATE
     effect: float | None = None
     layers: tuple = ()
+    seeds: int = 0
 
     @property
     def shifted(self) -> float:
@@ -344,6 +383,42 @@ class Marker:
         if self.half is None:
             return 0.0
         return abs(self.shifted) * self.half.ci / abs(self.half.reference) * self._carry
+
+    @property
+    def se(self) -> float:
+        """The standard error of :attr:`mean` over the seeds."""
+        return _se(self.ci, self.seeds)
+
+    @property
+    def reference_se(self) -> float:
+        """The standard error that the companion's seeds put on :attr:`reference` (0 without one)."""
+        if self.half is None:
+            return 0.0
+        return abs(self.shifted) * self.half.se / abs(self.half.reference) * self._carry
+
+    @property
+    def combined_se(self) -> float:
+        """``sqrt(se^2 + reference_se^2)``: the standard error of ``mean - reference``."""
+        return float(np.hypot(self.se, self.reference_se))
+
+    @property
+    def dof(self) -> float:
+        """Welch-Satterthwaite degrees of freedom of :attr:`combined_se` (``seeds - 1`` without a companion)."""
+        a, b = self.se**2, self.reference_se**2
+        if self.half is None or b == 0:
+            return float(self.seeds - 1)
+        return (a + b) ** 2 / (a**2 / (self.seeds - 1) + b**2 / (self.half.seeds - 1))
+
+    @property
+    def z(self) -> float:
+        """``(mean - reference) / combined_se``: the Student-t statistic of the marker's check."""
+        return (self.mean - self.reference) / self.combined_se
+
+    @property
+    def carried(self) -> float:
+        """The share of an error of the prediction (the same at ``n / 2`` and ``n``) that the companion
+        carries into :attr:`reference`: ``(n_half / n)^rate``, 1/2 at :data:`DEPARTURE_RATE`; 0 without one."""
+        return 0.0 if self.half is None else self._carry
 
     @property
     def departure(self) -> float:
@@ -388,7 +463,8 @@ class Convergence:
     ``slope`` and ``ci95``: the fitted exponent of ``|departure| ~ n^slope``
     (weighted least squares of ``log |departure|`` on ``log n``, each point weighted by its
     delta-method variance ``(se / mean)^2``, a Student-t 95 % interval); ``rate``: the predicted
-    order (:data:`DEPARTURE_RATE`).
+    order (:data:`DEPARTURE_RATE`); ``alternative``: the slower order the interval must exclude
+    (:data:`ALTERNATIVE_RATE`); ``layers``: the layer at each ``n``.
     """
 
     label: str
@@ -397,6 +473,8 @@ class Convergence:
     slope: float
     ci95: float
     rate: float = DEPARTURE_RATE
+    alternative: float = ALTERNATIVE_RATE
+    layers: tuple = ()
 
     @property
     def resolved(self) -> bool:
@@ -404,9 +482,32 @@ class Convergence:
         return all(abs(d.mean) >= 2 * d.ci95 for d in self.departures)
 
     @property
+    def separates(self) -> bool:
+        """Resolved, and an interval narrow enough to tell ``-rate`` from ``-alternative`` (``ci95`` below
+        half their distance): only then is ``n^{-rate}`` asserted against ``n^{-alternative}``."""
+        return self.resolved and self.ci95 < abs(self.rate - self.alternative) / 2
+
+    @property
+    def excludes_alternative(self) -> bool:
+        """The interval below ``-alternative``: the slope tells ``n^{-rate}`` from ``n^{-alternative}``."""
+        return self.slope + self.ci95 < -self.alternative
+
+    @property
     def consistent(self) -> bool:
-        """Resolved, the predicted slope ``-rate`` inside the interval, and the interval below 0."""
-        return self.resolved and abs(self.slope + self.rate) <= self.ci95 and self.slope + self.ci95 < 0
+        """Resolved, the predicted slope ``-rate`` inside the interval, the interval below 0 (the departure
+        shrinks), and, where the interval :attr:`separates` the two rates, below ``-alternative``:
+        ``n^{-1/2}`` is excluded wherever ``1 / n`` is told from it."""
+        shrinks = self.resolved and abs(self.slope + self.rate) <= self.ci95 and self.slope + self.ci95 < 0
+        return shrinks and (not self.separates or self.excludes_alternative)
+
+    def describe(self) -> str:
+        """The verdict in words: not resolved, ``1 / n`` against ``n^{-1/2}``, or shrinking only."""
+        fit = f"slope {self.slope:.2f} ± {self.ci95:.2f}"
+        if not self.resolved:
+            return f"{fit}, not resolved from 0 at every n: not asserted"
+        if self.separates:
+            return f"{fit}: -{self.rate:g} inside, -{self.alternative:g} excluded (asserted)"
+        return f"{fit}: -{self.rate:g} inside and below 0 (asserted); too wide to exclude -{self.alternative:g}"
 
 
 def convergence(
@@ -420,15 +521,16 @@ def convergence(
     """The departure of ``fn`` (a law or one array of eigenvalues -> a number) from its shifted
     prediction, on the layers ``make(n)`` for ``n`` in ``ns`` (same ratios, so one limit law),
     each simulated by ``spectra`` on the stream ``("convergence", label, n)``."""
-    departures = []
+    departures, layers = [], []
     for n in ns:
         cfg = make(n)
+        layers.append(cfg)
         shifted = laws.shifted(cfg)
         law = laws(cfg) if shifted is None else shifted
         ref = float(fn(law))
         departures.append(summarize([float(fn(x)) / ref - 1 for x in spectra(cfg, "convergence", label, n)]))
     slope, ci = _log_slope(ns, departures)
-    return Convergence(label, tuple(int(n) for n in ns), tuple(departures), slope, ci)
+    return Convergence(label, tuple(int(n) for n in ns), tuple(departures), slope, ci, layers=tuple(layers))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -443,7 +545,15 @@ class ShrinkRate:
     ``half`` (the mean at ``n / 2``) with its Student-t 95 % half-width ``half_ci``, and ``ratio``,
     the sum of the departures at ``n`` over the sum at ``n / 2``, with its 95 % half-width
     ``ci95`` (delta method, from the layers' spread: ``nan`` below three layers). ``expected``:
-    ``2^-rate`` (1/2 for :data:`DEPARTURE_RATE`); an error that does not shrink gives 1.
+    ``2^-rate`` (1/2 for :data:`DEPARTURE_RATE`); an error that does not shrink gives 1;
+    ``alternative``: ``2^-ALTERNATIVE_RATE`` (``2^{-1/2}``), what departures shrinking like
+    ``n^{-1/2}`` give.
+
+    Two verdicts, by what the interval can tell apart: where it is narrow enough to tell
+    ``expected`` from ``alternative`` (:attr:`separates`) the rate ``1 / n`` is asserted, and the
+    interval must exclude ``alternative``; where it can tell ``expected`` from 1 only
+    (:attr:`asserted` but not :attr:`separates`) only the shrinking is asserted (1 excluded), and
+    :meth:`describe` says that ``n^{-1/2}`` is not excluded.
 
     A ratio of means is consistent where a ratio per marker is not: the seed noise of the
     departures at ``n / 2`` averages out of the denominator instead of biasing it. Departures of
@@ -460,6 +570,7 @@ class ShrinkRate:
     ratio: float
     ci95: float
     expected: float = 2.0**-DEPARTURE_RATE
+    alternative: float = 2.0**-ALTERNATIVE_RATE
 
     #: The fewest layers for a verdict, see :attr:`asserted`.
     MIN_LAYERS = 3
@@ -476,10 +587,18 @@ class ShrinkRate:
         return self.resolved and self.ci95 < abs(1 - self.expected) / 2
 
     @property
+    def separates(self) -> bool:
+        """:attr:`asserted`, and an interval narrow enough to tell ``expected`` from ``alternative``
+        (``ci95`` below half their distance): only then is the rate ``1 / n`` itself asserted."""
+        return self.asserted and self.ci95 < abs(self.alternative - self.expected) / 2
+
+    @property
     def consistent(self) -> bool:
-        """:attr:`ratio` within twice its 95 % half-width of ``expected`` (the book's rule), and 1 (no
-        shrinking) above its 95 % interval."""
-        return abs(self.ratio - self.expected) <= 2 * self.ci95 and self.ratio + self.ci95 < 1
+        """:attr:`ratio` within twice its 95 % half-width of ``expected`` (the book's rule), 1 (no
+        shrinking) above its 95 % interval, and, where the interval :attr:`separates` the rates,
+        ``alternative`` above it too."""
+        shrinks = abs(self.ratio - self.expected) <= 2 * self.ci95 and self.ratio + self.ci95 < 1
+        return shrinks and (not self.separates or self.ratio + self.ci95 < self.alternative)
 
     def describe(self) -> str:
         """The result in words, for a chapter's prose.
@@ -502,11 +621,17 @@ class ShrinkRate:
                 f"not asserted: at n, {self.ratio:.2f} ± {self.ci95:.2f} of the departure at n/2 over "
                 f"{self.layers} layers, too wide to tell {self.expected:g} from 1"
             )
-        return (
+        measured = (
             f"at n, {self.ratio:.2f} ± {self.ci95:.2f} of the departure at n/2 ({100 * self.half:+.1f} % ± "
             f"{100 * self.half_ci:.1f}; {self.expected:g} predicted, 1 if it did not shrink), over {self.layers} "
-            "layers: asserted"
+            "layers"
         )
+        if not self.separates:
+            return (
+                f"{measured}: asserted that they shrink (1 excluded); too wide to tell {self.expected:g} "
+                f"from {self.alternative:.3f} (n^-{ALTERNATIVE_RATE:g}), which is not excluded"
+            )
+        return f"{measured}: asserted, {self.alternative:.3f} (n^-{ALTERNATIVE_RATE:g}) excluded"
 
 
 class MarkerTable:
@@ -519,17 +644,22 @@ class MarkerTable:
     the same marker at half the size (:func:`halve`, same ratios) departs from
     its own shifted prediction by ``delta``, and the departure is ``O(1 / n)``
     (:data:`DEPARTURE_RATE`), so at ``n`` it is ``delta / 2``. The marker passes
-    when ``|mean - reference| <= ci_factor * sqrt(ci^2 + ci_ref^2)``: ``ci`` the
-    seed-to-seed 95 % interval at ``n``, ``ci_ref`` the one the companion's seeds
-    put on the reference (:attr:`Marker.reference_ci`); ``ci_factor`` is 2 as
-    everywhere in the book. Every marker is asserted (:meth:`bad`), and so is the rate
+    a two-sided Student-t test at ``level`` (:data:`MARKER_LEVEL`):
+    ``|mean - reference| <= q * sqrt(se^2 + se_ref^2)``, ``se`` the standard error
+    over the seeds at ``n``, ``se_ref`` the one the companion's seeds put on the
+    reference (:attr:`Marker.reference_se`), ``q`` the ``1 - level / 2`` quantile of
+    Student's t with Welch's degrees of freedom (:attr:`Marker.dof`); the tolerance
+    is ``q`` standard errors (:meth:`quantile`), and the smallest error of the
+    prediction it catches is :meth:`power`. Every marker is asserted (:meth:`bad`), and so is the rate
     at which the departures shrink, pooled over the layers that resolve them
     (:meth:`shrink_rate`; both in :meth:`verify`); the mean eigenvalue of an untied
     layer needs no companion (the shift is exact).
     """
 
-    def __init__(self, laws: LimitLaws, ci_factor: float = 2.0, rate: float = DEPARTURE_RATE):
-        self.laws, self.ci_factor, self.rate = laws, ci_factor, rate
+    def __init__(self, laws: LimitLaws, level: float = MARKER_LEVEL, rate: float = DEPARTURE_RATE):
+        if not 0 < level < 1:
+            raise ValueError(f"level = {level}: a test level lies in (0, 1)")
+        self.laws, self.level, self.rate = laws, level, rate
         self.markers: list[Marker] = []
 
     def add(
@@ -551,7 +681,7 @@ class MarkerTable:
         pred = None if predicted is None else float(predicted)
         eff = None if effect is None else float(effect)
         self.markers.append(
-            Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, half, self.rate, eff, tuple(layers))
+            Marker(panel, label, int(n), float(ge), s.mean, s.ci95, pred, half, self.rate, eff, tuple(layers), s.count)
         )
         return s
 
@@ -575,7 +705,7 @@ class MarkerTable:
         ref = np.atleast_1d(ge if pred is None else pred)
         values = np.asarray(per_seed, dtype=float).reshape(len(per_seed), -1)
         return [
-            HalfSize(halves[0].n, s.mean, s.ci95, float(r))
+            HalfSize(halves[0].n, s.mean, s.ci95, float(r), s.count)
             for r, s in zip(ref, (summarize(values[:, j]) for j in range(values.shape[1])))
         ]
 
@@ -689,9 +819,30 @@ class MarkerTable:
         per_seed = list(map(fn, *(ev for ev, _ in evs)))
         return self.check(panel, label, fn, cfgs, per_seed, half_per_seed=list(map(fn, *(half for _, half in evs))))
 
+    def quantile(self, m: Marker) -> float:
+        """The tolerance of ``m`` in standard errors: the ``1 - level / 2`` quantile of Student's t with
+        :attr:`Marker.dof` degrees of freedom (``nan`` without seeds to estimate it)."""
+        return float(scipy.stats.t.ppf(1 - self.level / 2, m.dof)) if m.dof >= 1 else math.nan
+
     def tolerance(self, m: Marker) -> float:
-        """``ci_factor * sqrt(ci^2 + reference_ci^2) / |reference|``, relative."""
-        return self.ci_factor * float(np.hypot(m.ci, m.reference_ci)) / abs(m.reference)
+        """``quantile * sqrt(se^2 + reference_se^2) / |reference|``, relative: the largest miss that passes."""
+        return self.quantile(m) * m.combined_se / abs(m.reference)
+
+    def power(self, m: Marker) -> float:
+        """The smallest relative error of the prediction that the check of ``m`` catches (about half the
+        time): an error that multiplies the shifted prediction by ``1 + e`` at ``n`` and at ``n / 2`` alike
+        moves the miss by ``e (1 - carried)`` (the companion carries :attr:`Marker.carried` of it into the
+        reference), so ``tolerance / (1 - carried)``: twice the tolerance at :data:`DEPARTURE_RATE`."""
+        return self.tolerance(m) / (1 - m.carried)
+
+    def rate_sensitivity(self, m: Marker) -> float:
+        """How far the reference of ``m`` moves, relative, were its departures to shrink like
+        ``n^{-1/2}`` (:data:`ALTERNATIVE_RATE`) instead: ``|shifted * departure(n / 2) * (2^{-1/2} - carried)|
+        / |reference|`` (0 without a companion)."""
+        if m.half is None:
+            return 0.0
+        other = (m.half.n / m.n) ** ALTERNATIVE_RATE
+        return abs(m.shifted * m.half.departure * (other - m.carried)) / abs(m.reference)
 
     def tested(self, m: Marker) -> bool:
         """Whether the check of ``m`` has the power it needs: no :attr:`Marker.effect`, or a
@@ -770,13 +921,32 @@ class MarkerTable:
         """The largest relative tolerance (:meth:`tolerance`) of a tested marker: the weakest check asserted."""
         return max((self.tolerance(m) for m in self.markers if self.tested(m)), default=0.0)
 
+    @property
+    def max_power(self) -> float:
+        """The largest :meth:`power` of a tested marker: the largest error of a prediction that may pass."""
+        return max((self.power(m) for m in self.markers if self.tested(m)), default=0.0)
+
+    @property
+    def quantiles(self) -> tuple[float, float]:
+        """The smallest and largest tolerance in standard errors (:meth:`quantile`) of the tested markers."""
+        q = [self.quantile(m) for m in self.markers if self.tested(m)]
+        return (min(q), max(q)) if q else (math.nan, math.nan)
+
+    @property
+    def max_rate_sensitivity(self) -> float:
+        """The largest :meth:`rate_sensitivity` of a tested marker over its :meth:`tolerance`: how much of its
+        tolerance a marker's reference would move were the departures to shrink like ``n^{-1/2}``."""
+        return max((self.rate_sensitivity(m) / self.tolerance(m) for m in self.markers if self.tested(m)), default=0.0)
+
     def summary(self) -> dict:
         """The table in numbers: ``markers`` (count), ``predicted`` (:attr:`predicted`),
         ``corrected`` (:attr:`corrected`), ``worst`` (:attr:`worst`), ``failures``
         (how many :meth:`bad`), ``worst-dev`` (:attr:`max_deviation`, in %),
         ``worst-miss`` (:attr:`max_miss`, in %), ``max-tol`` (:attr:`max_tolerance`, in %),
-        ``untested`` (how many :attr:`untested`), and ``shrink`` (in words), ``shrink-ratio``,
-        ``shrink-ci`` and ``shrink-layers`` (:meth:`shrink_rate`)."""
+        ``max-power`` (:attr:`max_power`, in %), ``q-lo`` and ``q-hi`` (:attr:`quantiles`, in standard
+        errors), ``level`` (in %), ``rate-shift`` (:attr:`max_rate_sensitivity`), ``untested`` (how
+        many :attr:`untested`), and ``shrink`` (in words), ``shrink-ratio``, ``shrink-ci``,
+        ``shrink-layers`` and ``shrink-separates`` (:meth:`shrink_rate`)."""
         shrink = self.shrink_rate()
         return {
             "shrink": shrink.describe(),
@@ -792,16 +962,23 @@ class MarkerTable:
             "worst-dev": float(100 * self.max_deviation),
             "worst-miss": float(100 * self.max_miss),
             "max-tol": float(100 * self.max_tolerance),
+            "max-power": float(100 * self.max_power),
+            "q-lo": self.quantiles[0],
+            "q-hi": self.quantiles[1],
+            "level": 100 * self.level,
+            "rate-shift": float(self.max_rate_sensitivity),
+            "shrink-separates": shrink.separates,
         }
 
     def markdown(self) -> str:
         """The table of every marker: GE, the shifted prediction, the departures from it at ``n / 2`` (the
-        companion's) and at ``n`` (uncorrected), the reference, MHA mean ± 95 % CI, and the relative
-        miss of the reference and tolerance (in %)."""
+        companion's) and at ``n`` (uncorrected), the reference, MHA mean ± 95 % CI, the relative
+        miss of the reference, the tolerance (in % and in standard errors, :meth:`quantile`) and the
+        power (:meth:`power`, in %)."""
         rows = [
             "| panel | marker | $n$ | GE | shifted | departure at $n/2$ | at $n$ | reference | MHA (mean ± 95 % CI) "
-            "| miss | tolerance | check |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| miss | tolerance | power | check |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in self.markers:
             pred = "—" if m.predicted is None else f"{m.predicted:.4g}"
@@ -817,9 +994,149 @@ class MarkerTable:
             rows.append(
                 f"| {m.panel} | {m.label} | {m.n} | {m.ge:.4g} | {pred} | {half} | {100 * m.departure:+.2f} % | "
                 f"{m.reference:.4g} | "
-                f"{m.mean:.4g} ± {m.ci:.2g} | {100 * m.miss:.2f} % | {100 * self.tolerance(m):.2f} % | {verdict} |"
+                f"{m.mean:.4g} ± {m.ci:.2g} | {100 * m.miss:.2f} % | "
+                f"{100 * self.tolerance(m):.2f} % ({self.quantile(m):.2f} SE) | {100 * self.power(m):.2f} % "
+                f"| {verdict} |"
             )
         return "\n".join(rows)
 
     def __len__(self) -> int:
         return len(self.markers)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShiftedValues:
+    """A functional on layers' limit laws and on those laws shifted by each layer's own ``b(n, d_K)``.
+
+    ``ge``: the functional on the limit law of each layer; ``shifted``: on the law of ``(1 + b) x``
+    (:meth:`LimitLaws.shifted`), ``b`` the layer's exact expected first-moment shift at its own
+    ``n`` and ``d_K`` (:func:`predicted_shift`), which is where the softmax layer's mean sits
+    before any change of shape; ``b``: those shifts. ``nan`` where no shift is predicted (tied).
+    ``layers``: the layers, in order.
+    """
+
+    ge: np.ndarray
+    shifted: np.ndarray
+    b: np.ndarray
+    layers: tuple = ()
+
+    @property
+    def h(self) -> list[int]:
+        """The layers' head counts (the x axis of a path)."""
+        return [c.h for c in self.layers]
+
+    @property
+    def change(self) -> np.ndarray:
+        """``shifted / ge - 1``: how far the shift alone moves the functional, relative."""
+        return self.shifted / self.ge - 1
+
+
+def shifted_values(laws: LimitLaws, fn: Callable, cfgs: Sequence[AttentionConfig]) -> ShiftedValues:
+    """``fn(law, cfg)`` on each layer's limit law and on that law shifted by the layer's ``b(n, d_K)``.
+
+    At a layer's own dimensions (e.g. Table D.3's, ``n = 4096``, ``d_K = 64``) the softmax layer's
+    mean eigenvalue is ``(1 + b) m_1``, exactly in expectation (:func:`predicted_shift`); the
+    shifted value is where its marker sits if the shift is all that separates it from the limit
+    law. The GE curve does not move with ``n`` at fixed ratios; ``b`` does not vanish at fixed
+    ``d_K`` (it tends to ``beta^4 / d_K``-order values, :func:`gelib.models.mha_shift_exact`).
+    """
+    ge, shifted, b = [], [], []
+    for cfg in cfgs:
+        ge.append(float(fn(laws(cfg), cfg)))
+        law = laws.shifted(cfg)
+        shifted.append(math.nan if law is None else float(fn(law, cfg)))
+        shift = predicted_shift(cfg)
+        b.append(math.nan if shift is None else shift)
+    return ShiftedValues(np.array(ge), np.array(shifted), np.array(b), tuple(cfgs))
+
+
+def path_shifts(laws: LimitLaws, fn: Callable, paths: Mapping[str, Sequence], step: int = 1) -> dict:
+    """:func:`shifted_values` along paths: ``{name: ShiftedValues}`` of every ``step``-th point of each
+    path (:class:`gelib.learning.PathPoint`, its ``cfg``), from the first."""
+    return {name: shifted_values(laws, fn, [p.cfg for p in points[::step]]) for name, points in paths.items()}
+
+
+def shift_glue(values: Mapping[str, ShiftedValues], bar: float, ladder: Sequence[int] = (512, 4096, 65536)) -> dict:
+    """What a chapter says about :func:`shifted_values` of its curves, in numbers (per cent).
+
+    ``b``: the largest shift of the layers; ``lo``: the most negative relative change of the
+    functional over every curve of ``values`` and ``hi`` the most positive; ``bars``: ``|lo|`` and
+    ``|hi|``, whichever is larger, over ``bar`` (a relative half-width, e.g. Table D.1's, as a
+    fraction; ``bar``: it in %); ``noise``: the change ``1 / (1 + b) - 1`` of a functional that scales like ``1 / m_1``
+    (a noise term at convergence); and ``ladder-N``: the exact shift at ``n = N`` and the first
+    layer's ``d_K`` and ``beta`` (:func:`gelib.models.mha_shift_exact`), e.g. along a chapter's
+    scales at fixed head width.
+    """
+    change = np.concatenate([v.change for v in values.values()])
+    b = float(np.nanmax(np.concatenate([v.b for v in values.values()])))
+    lo, hi = float(np.nanmin(change)), float(np.nanmax(change))
+    first = next(iter(values.values())).layers[0]
+    return {
+        "b": 100 * b,
+        "lo": 100 * lo,
+        "hi": 100 * hi,
+        "bars": max(abs(lo), abs(hi)) / bar,
+        "bar": 100 * bar,
+        "noise": 100 * (1 / (1 + b) - 1),
+        **{f"ladder-{n}": 100 * mha_shift_exact(n, first.d_k, first.beta) for n in ladder},
+    }
+
+
+def shift_data(values: Mapping[str, ShiftedValues], quantity: str = "coefficient error") -> dict:
+    """A figure's numbers (the panel dict of :mod:`gelib.figure_data`, for its CSV): per curve of
+    ``values`` its GE series and its shifted one (kind ``"ge"`` and ``"shifted"``) against ``h``."""
+    series = [
+        {"label": f"{kind}, {name}", "kind": kind, "x": [float(h) for h in v.h], "y": [float(y) for y in ys]}
+        | {"ci95": None}
+        for name, v in values.items()
+        for kind, ys in (("ge", v.ge), ("shifted", v.shifted))
+    ]
+    return {"panel": "2c-shift", "quantity": quantity, "series": series}
+
+
+def convergence_data(results: Sequence[Convergence]) -> dict:
+    """A figure's numbers for :func:`convergence` results: per result its departures (mean, 95 %
+    half-width) against ``n``, kind ``"mha"``."""
+    series = [
+        {
+            "label": r.label,
+            "kind": "mha",
+            "x": [float(n) for n in r.ns],
+            "y": [float(d.mean) for d in r.departures],
+            "ci95": [float(d.ci95) for d in r.departures],
+        }
+        for r in results
+    ]
+    return {"panel": "convergence", "quantity": "departure from the shifted prediction", "series": series}
+
+
+def convergence_glue(groups: Mapping[str, Sequence[Convergence]], n: int) -> dict:
+    """What a chapter says about groups of :func:`convergence` results (one group per layer), keyed
+    ``{group}-{word}-...`` by the group's name and the first word of each label: ``slope``, ``ci``,
+    ``at-n`` (the departure at ``n``, in %, ``nan`` if ``n`` is not among the sizes) and ``verdict``
+    (:meth:`Convergence.describe`); per group ``{group}-resolved`` and ``{group}-separated`` (how
+    many results are resolved, and how many tell ``1 / n`` from ``n^{-1/2}``,
+    :attr:`Convergence.separates`), ``{group}-seeds``, ``{group}-n0`` and ``{group}-n2`` (the
+    smallest and largest ``n``), and ``{group}-h`` (the head count of its layer)."""
+    out: dict = {}
+    for g, results in groups.items():
+        first = results[0]
+        out |= {f"{g}-resolved": sum(r.resolved for r in results), f"{g}-separated": sum(r.separates for r in results)}
+        out |= {f"{g}-seeds": first.departures[0].count, f"{g}-n0": first.ns[0], f"{g}-n2": first.ns[-1]}
+        out[f"{g}-h"] = first.layers[0].h if first.layers else 0
+        for r in results:
+            w = f"{g}-{r.label.split()[0]}"
+            at_n = 100 * r.departures[r.ns.index(n)].mean if n in r.ns else math.nan
+            out |= {f"{w}-slope": r.slope, f"{w}-ci": r.ci95, f"{w}-at-n": at_n, f"{w}-verdict": r.describe()}
+    return out
+
+
+def named_shifts(laws: LimitLaws, items: Mapping[str, tuple[Callable, AttentionConfig]]) -> dict:
+    """:func:`shifted_values` of single layers, for a chapter's prose: per ``name: (fn, cfg)`` the keys
+    ``{name}-ge``, ``{name}-shifted``, ``{name}-change`` (in %) and ``{name}-b`` (the shift, in %)."""
+    out: dict = {}
+    for name, (fn, cfg) in items.items():
+        v = shifted_values(laws, fn, [cfg])
+        out |= {f"{name}-ge": v.ge[0], f"{name}-shifted": v.shifted[0]}
+        out |= {f"{name}-change": 100 * v.change[0], f"{name}-b": 100 * v.b[0]}
+    return out

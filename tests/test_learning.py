@@ -613,6 +613,21 @@ def test_convergence_figure(agg):
     np.testing.assert_allclose(guide.get_ydata(), [0.4, 0.2, 0.1])
 
 
+def test_shift_figure(agg):
+    layers = tuple(AttentionConfig(n=64, d=64, h=h, d_k=16, d_o=128) for h in (2, 4, 6))
+    v = MK.ShiftedValues(np.array([0.5, 0.2, 0.1]), np.array([0.49, 0.196, 0.0979]), np.full(3, 0.0218), layers)
+    fig = LF.shift_figure({"fixed output": v}, 0.56, "note")
+    assert list(fig.axes[0].lines[0].get_xdata()) == [2, 4, 6]
+    ax, ax2 = fig.axes
+    solid, dashed = ax.lines[:2]
+    np.testing.assert_allclose(solid.get_ydata(), v.ge)
+    assert dashed.get_linestyle() == "--" and dashed.get_color() == solid.get_color()
+    np.testing.assert_allclose(dashed.get_ydata(), v.shifted)
+    np.testing.assert_allclose(ax2.lines[0].get_ydata(), 100 * (v.shifted / v.ge - 1))  # in %
+    (band,) = ax2.patches  # Table D.1's bar around 0
+    assert "0.56" in band.get_label() and "+2.18" in fig.texts[0].get_text()
+
+
 @pytest.mark.parametrize("c", [0.25, 1.0, 3.0])
 def test_initial_rate_is_the_slope_of_the_loss_at_zero(c):
     """2 m_2 / m_1 = 2 (1 + c) for Marchenko-Pastur with mean 1, against a central

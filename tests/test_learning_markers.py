@@ -9,7 +9,10 @@ import scipy.stats
 from gelib import AttentionConfig
 from gelib import learning as L
 from gelib import learning_markers as MK
+from gelib.figure_data import to_rows
 from gelib.freeprob import marchenko_pastur
+from gelib.models import mha_shift_exact
+from gelib.spectra import summarize
 
 
 def table_cells(md):
@@ -155,10 +158,9 @@ def shrinking_table(d_half: list[float], d_full: list[float], ci: float) -> MK.M
     (95 % half-width ci), against a shifted prediction of 1."""
     t = MK.MarkerTable(MK.LimitLaws())
     for i, (dh, d) in enumerate(zip(d_half, d_full)):
-        half = MK.HalfSize(n=200, mean=1 + dh, ci=1e-4, reference=1.0)
-        t.markers.append(
-            MK.Marker("a", f"layer {i}", 400, 1.0, 1 + d, ci, 1.0, half, layers=(UNTIED.replace(beta=1 + i),))
-        )
+        half = MK.HalfSize(n=200, mean=1 + dh, ci=1e-4, reference=1.0, seeds=4)
+        layers = (UNTIED.replace(beta=1 + i),)
+        t.markers.append(MK.Marker("a", f"layer {i}", 400, 1.0, 1 + d, ci, 1.0, half, layers=layers, seeds=4))
     return t
 
 
@@ -184,7 +186,7 @@ def test_the_shrink_rate_catches_an_error_that_does_not_shrink():
     se = math.sqrt(cov[1, 1] - 2 * r * cov[0, 1] + r**2 * cov[0, 0]) / x
     assert shrink.ci95 == pytest.approx(scipy.stats.t.ppf(0.975, 2) * se)
     halving.verify()
-    assert shrink.describe().endswith("over 3 layers: asserted")
+    assert shrink.separates and shrink.describe().endswith("over 3 layers: asserted, 0.707 (n^-0.5) excluded")
     # nothing to shrink (departures at n/2 not resolved from 0), or too few layers: no verdict
     flat = shrinking_table([0.01, -0.012, 0.003], [0.05, 0.05, 0.05], ci=0.03)
     assert not flat.shrink_rate().asserted and "not resolved" in flat.shrink_rate().describe()
@@ -199,28 +201,76 @@ def test_the_shrink_rate_catches_an_error_that_does_not_shrink():
     assert MK.MarkerTable(MK.LimitLaws()).shrink_rate().describe().startswith("not measured")
 
 
+def test_the_shrink_rate_rejects_n_to_the_minus_half_where_it_asserts_one_over_n():
+    """Departures that shrink by 2^-1/2 from n/2 to n (the n^-1/2 rate): with an interval that can tell
+    0.5 from 0.707 the table fails; with one that can tell 0.5 from 1 only, the shrinking is asserted
+    and the verdict says that n^-1/2 is not excluded."""
+    r = 2**-0.5
+    tight = shrinking_table([0.10, 0.08, 0.12, 0.09], [0.1 * r + 0.002, 0.08 * r - 0.002, 0.12 * r, 0.09 * r], 0.01)
+    shrink = tight.shrink_rate()
+    assert shrink.ratio == pytest.approx(r, abs=0.01) and shrink.separates and not shrink.consistent
+    assert abs(shrink.ratio - 0.5) > 2 * shrink.ci95  # outside twice its interval of 1/2 as well
+    with pytest.raises(AssertionError, match="do not shrink"):
+        tight.verify()
+    # the same rate, between the rules: |ratio - 1/2| <= 2 ci95 would have passed it, the exclusion does not
+    mid = shrinking_table([0.10, 0.08, 0.12, 0.09], [0.066, 0.045, 0.085, 0.06], 0.01)  # 0.66 ± 0.09
+    shrink = mid.shrink_rate()
+    assert shrink.separates and abs(shrink.ratio - 0.5) <= 2 * shrink.ci95 and shrink.ratio + shrink.ci95 >= r
+    assert not shrink.consistent
+    # departures that halve, measured too loosely to tell 0.5 from 0.707 (ci95 between 0.10 and 0.25)
+    loose = shrinking_table([0.10, 0.08, 0.12, 0.09], [0.06, 0.025, 0.065, 0.045], 0.01)
+    shrink = loose.shrink_rate()
+    assert shrink.asserted and not shrink.separates and 0.1 < shrink.ci95 < 0.25 and shrink.consistent
+    assert "which is not excluded" in shrink.describe()
+    loose.verify()
+
+
+def test_a_fifteen_percent_error_of_the_prediction_fails_the_markers():
+    """Markers drawn around a prediction P at n and n/2 (8 seeds each, 1 % spread): checked against the
+    right P they pass; against 1.15 P (a 15 % error of the prediction, the same at both sizes; the
+    companion carries half of it) they fail, as their power (below 15 %) says."""
+    rng = np.random.default_rng(3)
+    for wrong, fails in ((1.0, False), (1.15, True)):
+        t = MK.MarkerTable(MK.LimitLaws())
+        for i in range(4):
+            full, half_vals = 2.0 * (1 + 0.01 * rng.normal(size=8)), 3.0 * (1 + 0.01 * rng.normal(size=8))
+            s = summarize(half_vals)
+            half = MK.HalfSize(200, s.mean, s.ci95, 3.0 * wrong, s.count)
+            t.add("a", f"m{i}", 400, 2.0, full, predicted=2.0 * wrong, half=half)
+        assert all(t.power(m) < 0.15 for m in t.markers)
+        assert bool(t.bad()) is fails
+        # the tolerance in standard errors is the Student-t quantile at the table's level, not 2 x 95 %
+        m = t.markers[0]
+        assert t.quantile(m) == pytest.approx(scipy.stats.t.ppf(1 - MK.MARKER_LEVEL / 2, m.dof))
+        assert t.quantile(m) < 2 * scipy.stats.t.ppf(0.975, 7)
+    with pytest.raises(ValueError, match="level"):
+        MK.MarkerTable(MK.LimitLaws(), level=2.0)
+
+
 def test_the_shrink_rate_averages_within_a_layer_and_skips_untested_markers():
     t = shrinking_table([0.10, 0.08, 0.12], [0.05, 0.04, 0.06], ci=0.01)
     layer0 = t.markers[0].layers
-    half = MK.HalfSize(n=200, mean=1.20, ci=1e-4, reference=1.0)  # a second marker of layer 0: +20 % -> +10 %
-    t.markers.append(MK.Marker("a", "layer 0, again", 400, 1.0, 1.10, 0.01, 1.0, half, layers=layer0))
+    half = MK.HalfSize(n=200, mean=1.20, ci=1e-4, reference=1.0, seeds=4)  # a second marker of layer 0: +20 % -> +10 %
+    t.markers.append(MK.Marker("a", "layer 0, again", 400, 1.0, 1.10, 0.01, 1.0, half, layers=layer0, seeds=4))
     # untested (its tolerance exceeds its effect): left out, however far off
-    far = MK.HalfSize(n=200, mean=1.5, ci=1e-4, reference=1.0)
-    t.markers.append(MK.Marker("a", "weak", 400, 1.0, 1.5, 0.5, 1.0, far, effect=0.01, layers=layer0))
+    far = MK.HalfSize(n=200, mean=1.5, ci=1e-4, reference=1.0, seeds=4)
+    t.markers.append(MK.Marker("a", "weak", 400, 1.0, 1.5, 0.5, 1.0, far, effect=0.01, layers=layer0, seeds=4))
     shrink = t.shrink_rate()
     assert (shrink.layers, shrink.markers) == (3, 4)
     assert shrink.half == pytest.approx((0.15 + 0.08 + 0.12) / 3) and shrink.ratio == pytest.approx(0.175 / 0.35)
 
 
 def test_marker_table_rule_against_the_prediction():
-    t = MK.MarkerTable(MK.LimitLaws(), ci_factor=2.5)
+    t = MK.MarkerTable(MK.LimitLaws(), level=0.01)
     v = np.array([1.0, 1.1, 0.9, 1.05, 0.95])
     s = t.add("a", "close", 400, 1.0, v, predicted=1.02)
     lo, hi = scipy.stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=scipy.stats.sem(v))
     assert s.mean == pytest.approx(v.mean()) and s.ci95 == pytest.approx((hi - lo) / 2)
     m0 = t.markers[0]
-    assert m0.reference == 1.02 and m0.reference_ci == 0.0
-    assert t.tolerance(m0) == pytest.approx(2.5 * s.ci95 / 1.02)
+    assert m0.reference == 1.02 and m0.reference_ci == 0.0 and m0.seeds == 5 and m0.dof == 4
+    assert m0.se == pytest.approx(scipy.stats.sem(v)) and t.quantile(m0) == pytest.approx(scipy.stats.t.ppf(0.995, 4))
+    assert t.tolerance(m0) == pytest.approx(scipy.stats.t.ppf(0.995, 4) * scipy.stats.sem(v) / 1.02)
+    assert t.power(m0) == t.tolerance(m0)  # no companion: an error of the prediction shows in full
     # 9 % off GE but on its prediction: passes; the same values against GE alone fail
     t.add("a", "shifted", 400, 1.0, [1.09, 1.091, 1.089], predicted=1.09)
     t.add("a", "unpredicted", 400, 1.0, [1.09, 1.091, 1.089])
@@ -229,13 +279,18 @@ def test_marker_table_rule_against_the_prediction():
     assert m2.miss == pytest.approx(0.09) and t.bad() == [m2]
     # a companion at n / 2 that departs by +8 % from its own prediction: at n the reference moves by
     # +4 % (the departure is O(1 / n)), and the companion's interval widens the tolerance
-    half = MK.HalfSize(n=200, mean=1.08 * 2.0, ci=0.02, reference=2.0)
-    assert half.departure == pytest.approx(0.08)
+    half = MK.HalfSize(n=200, mean=1.08 * 2.0, ci=0.02, reference=2.0, seeds=3)
+    assert half.departure == pytest.approx(0.08) and half.se == pytest.approx(0.02 / scipy.stats.t.ppf(0.975, 2))
     t.add("a", "corrected", 400, 1.0, [1.04, 1.041, 1.039], half=half)
     m3 = t.markers[3]
     assert m3.reference == pytest.approx(1.04) and m3.reference_ci == pytest.approx(0.01 / 2)
     assert m3.miss == pytest.approx(0.0, abs=1e-12)
-    assert t.tolerance(m3) == pytest.approx(2.5 * math.hypot(m3.ci, 0.005) / 1.04)
+    se, se_ref = m3.se, half.se / 2 / 2  # the companion's relative se, carried by 1/2
+    assert m3.reference_se == pytest.approx(se_ref) and m3.combined_se == pytest.approx(math.hypot(se, se_ref))
+    welch = (se**2 + se_ref**2) ** 2 / (se**4 / 2 + se_ref**4 / 2)
+    assert m3.dof == pytest.approx(welch) and 2 < m3.dof <= 4
+    assert t.tolerance(m3) == pytest.approx(scipy.stats.t.ppf(0.995, welch) * math.hypot(se, se_ref) / 1.04)
+    assert m3.carried == 0.5 and t.power(m3) == pytest.approx(2 * t.tolerance(m3))
     # the same companion under a rate of 1/2 carries 8 % / sqrt(2) instead
     r = MK.MarkerTable(MK.LimitLaws(), rate=0.5)
     r.add("a", "slow", 400, 1.0, [1.0], half=half)
@@ -256,11 +311,19 @@ def test_marker_table_rule_against_the_prediction():
         "worst-dev": 100 * t.max_deviation,
         "worst-miss": 100 * t.max_miss,
         "max-tol": 100 * max(t.tolerance(m) for m in t.markers),
+        "max-power": 100 * max(t.power(m) for m in t.markers),
+        "q-lo": min(t.quantile(m) for m in t.markers),
+        "q-hi": max(t.quantile(m) for m in t.markers),
+        "level": 1.0,
+        "rate-shift": pytest.approx(0.08 * (2**-0.5 - 0.5) / 1.04 / t.tolerance(m3)),
+        "shrink-separates": False,
     }
     rows = table_cells(t.markdown())
     assert len(rows) == 4 and rows[2][:6] == ["a", "unpredicted", "400", "1", "—", "—"]
     assert rows[3][5] == "+8.00 % ± 1.00" and rows[3][6] == "+4.00 %" and rows[3][7] == "1.04"
     assert [r[-1] for r in rows] == ["passes", "passes", "FAILS", "passes"]
+    assert rows[3][10] == f"{100 * t.tolerance(m3):.2f} % ({t.quantile(m3):.2f} SE)"
+    assert rows[3][11] == f"{100 * t.power(m3):.2f} %"
     assert len(t) == 4
     # power: a marker must resolve its effect to be tested. The same values 9 % off, with a
     # tolerance of about 0.23 %: tested against a 5 % effect (it fails), not against a 0.1 % one
@@ -314,7 +377,7 @@ def test_convergence_measures_the_rate_and_rejects_a_slower_one(rate, consistent
     c = MK.convergence(
         FakeSpectra(3.0, rate, 1e-4), laws, lambda mu: L.expect(mu, lambda x: x, 0.0), make, (32, 64, 128), "m1"
     )
-    assert c.ns == (32, 64, 128) and c.resolved
+    assert c.ns == (32, 64, 128) and c.resolved and [x.n for x in c.layers] == [32, 64, 128]
     np.testing.assert_allclose([d.mean for d in c.departures], [3.0 * n**-rate for n in c.ns], rtol=1e-3)
     assert c.slope == pytest.approx(-rate, abs=0.01) and c.ci95 < 0.01
     assert c.consistent is consistent
@@ -323,6 +386,52 @@ def test_convergence_measures_the_rate_and_rejects_a_slower_one(rate, consistent
         FakeSpectra(3.0, 1.0, 0.2), laws, lambda mu: L.expect(mu, lambda x: x, 0.0), make, (32, 64, 128), "m1"
     )
     assert not noisy.resolved and not noisy.consistent
+
+
+def test_convergence_asserts_one_over_n_against_n_to_the_minus_half_only_where_it_can_tell():
+    """A fitted slope -0.55 +- 0.1 (the n^-1/2 rate, measured tightly) fails; -1 +- 0.2 passes and excludes
+    -1/2; -0.7 +- 0.4 (too wide to tell) passes only as "shrinking", and says so; -0.3 +- 0.6 does not
+    shrink (0 inside its interval)."""
+    dep = tuple(summarize([v, v * 1.01, v * 0.99]) for v in (0.4, 0.2, 0.1))  # resolved from 0
+    make = lambda slope, ci: MK.Convergence("x", (64, 128, 256), dep, slope, ci)  # noqa: E731
+    slow = make(-0.55, 0.1)
+    assert slow.separates and not slow.excludes_alternative and not slow.consistent
+    fast = make(-1.0, 0.2)
+    assert fast.separates and fast.consistent and "-0.5 excluded" in fast.describe()
+    wide = make(-0.7, 0.4)
+    assert not wide.separates and wide.consistent and "too wide to exclude -0.5" in wide.describe()
+    assert not make(-0.3, 0.6).consistent
+    assert "not resolved" in MK.Convergence("x", (64, 128), (dep[0], summarize([0.1, -0.1, 0.0])), -1, 0.1).describe()
+    g = MK.convergence_glue({"c": [fast, MK.Convergence("loss at t", fast.ns, dep, -0.7, 0.4)]}, n=128)
+    assert (g["c-resolved"], g["c-separated"]) == (2, 1) and g["c-x-slope"] == -1.0 and g["c-loss-ci"] == 0.4
+    assert g["c-x-at-n"] == pytest.approx(100 * dep[1].mean) and g["c-loss-verdict"] == wide.describe()
+    assert (g["c-seeds"], g["c-n0"], g["c-n2"], g["c-h"]) == (3, 64, 256, 0)
+    data = MK.convergence_data([fast])
+    assert data["series"][0]["x"] == [64.0, 128.0, 256.0] and data["series"][0]["y"] == [d.mean for d in dep]
+
+
+def test_shifted_values_move_the_functional_by_the_layers_own_shift():
+    """On MP(1/2) the mean is 1: shifted by b it is 1 + b, exactly; a tied layer has no shift (nan)."""
+    laws = MK.LimitLaws(law_fn=lambda c: marchenko_pastur(0.5))
+    mean = lambda mu, cfg: L.expect(mu, lambda x: x, 0.0)  # noqa: E731
+    v = MK.shifted_values(laws, mean, [UNTIED, TIED])
+    b = MK.predicted_shift(UNTIED)
+    np.testing.assert_allclose(v.ge, [1.0, 1.0], rtol=1e-9)
+    assert v.shifted[0] == pytest.approx(1 + b) and v.b[0] == b and v.change[0] == pytest.approx(b)
+    assert math.isnan(v.shifted[1]) and math.isnan(v.b[1])
+    assert v.h == [UNTIED.h, TIED.h]
+    g = MK.shift_glue({"a": v}, bar=0.005, ladder=(512,))
+    assert g["b"] == pytest.approx(100 * b) and g["lo"] == pytest.approx(100 * b) == pytest.approx(g["hi"])
+    assert g["bars"] == pytest.approx(abs(b) / 0.005) and g["noise"] == pytest.approx(100 * (1 / (1 + b) - 1))
+    assert g["ladder-512"] == pytest.approx(100 * mha_shift_exact(512, UNTIED.d_k))
+    pts = [L.PathPoint(c, 0) for c in (UNTIED, UNTIED.replace(h=8), TIED)]
+    along = MK.path_shifts(laws, mean, {"p": pts}, step=2)["p"]
+    assert along.h == [UNTIED.h, TIED.h] and along.shifted[0] == pytest.approx(1 + b)
+    named = MK.named_shifts(laws, {"m": (mean, UNTIED)})
+    assert named["m-shifted"] == pytest.approx(1 + b) and named["m-change"] == pytest.approx(100 * b)
+    assert named["m-b"] == 100 * b and named["m-ge"] == pytest.approx(1.0) and g["bar"] == 0.5
+    rows = [(r["kind"], r["y"]) for r in to_rows(MK.shift_data({"a": v}))]
+    assert rows[0] == ("ge", v.ge[0]) and rows[2] == ("shifted", v.shifted[0])
 
 
 def test_spread_excess_is_scale_free():

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from ..attention_law import chain
 from ..config import AttentionConfig
 from ..learning import Crossing, PathPoint
-from ..learning_markers import Convergence
+from ..learning_markers import Convergence, ShiftedValues
 from ..spectra import Summary
 from .law_plots import density_curves
 from .style import COLORS, log2_axis, tex_sci
@@ -47,6 +47,7 @@ __all__ = [
     "paths_figure",
     "ratio_figure",
     "convergence_figure",
+    "shift_figure",
     "learning_view",
 ]
 
@@ -590,7 +591,7 @@ def convergence_figure(results: Sequence[Convergence], note: str) -> Figure:
     ax.set_yscale("log")
     ax.set_xlabel("context length $n$ (fixed ratios)")
     ax.set_ylabel("|departure| from the shifted prediction")
-    ax.set_title(f"Markers converge to their curves — {note}", fontsize=8)
+    ax.set_title(f"At fixed ratios the departures shrink — {note}", fontsize=8)
     ax.legend(fontsize=7)
     return fig
 
@@ -644,4 +645,35 @@ def learning_view(laws, layers: dict[str, AttentionConfig], reading) -> Figure:
     for ax in (a_loss, a_err, a_law):
         ax.legend(fontsize=7)
         ax.title.set_fontsize(9)
+    return fig
+
+
+def shift_figure(paths: dict[str, ShiftedValues], band: float, note: str) -> Figure:
+    """Figure 2(c) at Table D.3's dimensions, with the GE curves shifted by each layer's own ``b(n, d_K)``.
+
+    ``paths[name]``: :func:`gelib.learning_markers.shifted_values` of the coefficient error along
+    a path, drawn against the layers' head counts. Left: the GE
+    curves (solid) and the shifted ones (dashed, same colour), where softmax markers of those
+    dimensions sit if the first-moment shift is all that moves them; right: the relative change
+    ``shifted / GE - 1`` in %, with ``± band`` (Table D.1's relative half-width of the panel, in %)
+    shaded around 0. Returns the figure.
+    """
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    for c, (name, v) in zip(COLORS, paths.items()):
+        h = v.h
+        ax.plot(h, v.ge, color=c, lw=1.4, label=f"GE, {name}")
+        ax.plot(h, v.shifted, color=c, lw=1.2, ls="--", label=f"GE shifted by $b$, {name}")
+        ax2.plot(h, 100 * v.change, color=c, marker=".", ms=4, lw=1, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("head count $h$")
+    ax.set_ylabel("coefficient error $\\mathcal{E}$")
+    ax.legend(fontsize=7)
+    ax2.axhspan(-band, band, color="grey", alpha=0.25, lw=0, label=f"Table D.1's 95 % bar, $\\pm${band:.2f} %")
+    ax2.axhline(0, color="grey", lw=0.8)
+    ax2.set_xlabel("head count $h$")
+    ax2.set_ylabel("shifted / GE $-$ 1 (%)")
+    ax2.legend(fontsize=7)
+    b = np.concatenate([v.b for v in paths.values()])
+    shift = 100 * float(np.nanmax(b))
+    fig.suptitle(f"Figure 2(c) with the first-moment shift $b = {shift:+.2f}$ % — {note}", fontsize=8)
     return fig
