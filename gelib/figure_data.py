@@ -498,7 +498,7 @@ def _d1_temperature_cached(reading: Reading, xtol: float) -> float:
     return d1_temperature(LimitLaws(1e-9), reading, xtol)
 
 
-#: The inverse temperatures on which the book draws Figure 2(d) and makes its claims: down to
+#: The inverse temperatures on which the book draws Figure 2(d) and makes its claims, down to
 #: where the ratio has risen back to about 0.9 on its way to 1 (both errors tend to 1 as
 #: ``beta -> 0``), well above where the limit law's solver stops converging (near ``beta = 0.001``
 #: at Table D.3's dimensions); up to 2.5, where the ratio is within 0.1 % of 1 (the solver stops
