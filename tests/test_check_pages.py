@@ -58,15 +58,25 @@ PNG = bytes.fromhex(
 )
 
 
-def png_of(rgb: tuple[int, ...], size: int = 4) -> bytes:
-    """A ``size`` x ``size`` PNG of one colour (RGB, or RGBA for four numbers)."""
+def png_of(rgb: tuple[int, ...], size: int = 4, font_pt: float | None = 8.0, dpi: int | None = 200) -> bytes:
+    """A ``size`` x ``size`` PNG of one colour (RGB, or RGBA for four numbers), saying, as the book's
+    figures do, its resolution (pHYs; ``dpi``) and its smallest font size (``font_pt``; None: neither
+    chunk). Shown at its natural width, 8 pt at 200 dpi is text 22 px high."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
     head = struct.pack(">IIBBBBB", size, size, 8, 6 if len(rgb) == 4 else 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    meta = b""
+    if dpi is not None:
+        per_metre = round(dpi / 0.0254)
+        meta += chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1))
+    if font_pt is not None:
+        meta += chunk(b"tEXt", check_pages.MIN_FONT_KEY.encode() + b"\x00" + f"{font_pt:g}".encode())
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + meta + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    )
 
 
 # Light tints: a figure must bring a light background to stay legible on the dark theme.
@@ -118,6 +128,8 @@ SEARCH_BODY = """
 def make_book(root: Path, lists_results: bool = True) -> Path:
     (root / "_images").mkdir(parents=True)
     (root / "_images" / "fig.png").write_bytes(WHITE)
+    (root / "_images" / "tiny.png").write_bytes(png_of((255, 255, 255), size=400, font_pt=2))  # 5.6 px text
+    (root / "_images" / "unsized.png").write_bytes(png_of((255, 255, 255), font_pt=None))
     (root / "_images" / "clear.png").write_bytes(png_of((255, 255, 255, 0)))  # transparent
     (root / "_images" / "black.png").write_bytes(png_of((20, 20, 20)))
     copy_mathjax(root / "mathjax")
@@ -283,6 +295,36 @@ BROKEN = {
         "asset",
         "woff",
     ),
+    # the layout check: a formula wider than its column, the same formula broken to fit beside it
+    "widemath.html": (
+        page(
+            '<div style="width:240px"><div class="math">\\['
+            + " + ".join(f"a_{{{i}}} b_{{{i}}}" for i in range(30))
+            + '\\]</div><div class="math">\\[\\begin{aligned} a &= b \\\\ &= c \\end{aligned}\\]</div></div>',
+            MATHJAX,
+        ),
+        "layout",
+        "px column: " + " + ".join(f"a_{{{i}}} b_{{{i}}}" for i in range(3)),
+    ),
+    "smalltext.html": (page('<img src="_images/tiny.png" alt="a figure">'), "layout", "smallest text is 5.6 px"),
+    "unsized.html": (page('<img src="_images/unsized.png" alt="a figure">'), "layout", "cannot be measured"),
+    "pathalt.html": (page('<img src="_images/fig.png" alt="../_images/fig.png">'), "layout", "a file name"),
+    "noalt.html": (page('<img src="_images/fig.png">'), "layout", "no alt text"),
+    "textitle.html": (
+        page("<p>plain</p>").replace("<title>t</title>", r"<title>The step \sqrt n A^\perp</title>"),
+        "layout",
+        "raw TeX in the page title",
+    ),
+    # a Table 1 chapter (--code-page) whose open code is most of the page; folded code does not count
+    "code.html": (
+        page(
+            '<article class="bd-article"><div class="cell_input" style="height:600px">x = 1</div>'
+            '<details><summary>show</summary><div class="cell_input" style="height:5000px">y</div></details>'
+            '<p style="height:400px">text</p></article>'
+        ),
+        "layout",
+        "open code is 5",  # 600 px of about 1030
+    ),
 }
 
 
@@ -294,7 +336,7 @@ def test_each_defect_fails_on_its_page_and_only_there(tmp_path):
         (book / name).write_text(html)
     # only the network can tell: a script fetches data at view time
     (book / "fetch.html").write_text(page("<p>plain</p><script>fetch('https://data.example.org/x.json')</script>"))
-    res, fails = run_checker(book)
+    res, fails = run_checker(book, "--code-page", "code.html")
     out = res.stdout
     assert res.returncode == 1, out + res.stderr
     for name, (_, check, phrase) in BROKEN.items():
@@ -311,6 +353,13 @@ def test_each_defect_fails_on_its_page_and_only_there(tmp_path):
         ln.split()[1] == "slider" for name in ("slider_same.html", "slider_dead.html") for ln in fails_of(fails, name)
     )
     assert fails_of(fails, "nofonts.html") and all(ln.split()[1] == "asset" for ln in fails_of(fails, "nofonts.html"))
+    # one formula of two overflows; each layout defect is its page's only one
+    assert len(fails_of(fails, "widemath.html")) == 1, out
+    for name in ("smalltext.html", "unsized.html", "pathalt.html", "noalt.html", "textitle.html", "code.html"):
+        assert len(fails_of(fails, name)) == 1, (name, out)
+    # no layout copy is left beside the pages
+    assert not list(book.rglob(".check-pages-*")), sorted(book.rglob(".check-pages-*"))
+    assert re.search(r"widemath.html +2 formula\(s\), widest [2-9]", out), out
     # a search page that lists nothing for a word of the titles
     assert any("search.html" in ln and "listed no page" in ln for ln in fails), out
     assert "failures on" in out.splitlines()[-1]
@@ -326,6 +375,66 @@ def test_a_missing_folder_or_search_page_cannot_pass(tmp_path):
     res, fails = run_checker(book)
     assert res.returncode == 1 and any("no search page" in ln for ln in fails), res.stdout
     assert any(ln.split()[1] == "dark" and "data-theme is None" in ln for ln in fails_of(fails, "index.html")), fails
+
+
+def test_figure_text_is_read_from_the_books_png_at_the_size_it_is_shown():
+    """gelib's PNG says its smallest font size and its resolution; the checker turns them into CSS px
+    as shown: points / 72 x dpi x shown width / natural width (an independent count: the size set)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from gelib.plotting.style import MIN_FONT_KEY, book_png
+
+    assert check_pages.MIN_FONT_KEY == MIN_FONT_KEY
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=9)
+    ax.set_title("title", fontsize=12)
+    data = book_png(fig, dpi=150, fit=False)
+    plt.close(fig)
+    natural = Image.open(io.BytesIO(data)).size[0]
+    px, why = check_pages.png_text_px(data, natural / 2)
+    # pHYs holds whole pixels per metre: 150 dpi is stored as 5906 per metre, 150.01 dpi (1e-4)
+    assert why is None and px == pytest.approx(9 / 72 * 150 / 2, rel=1e-4)
+    assert check_pages.png_text_px(png_of((255, 255, 255), font_pt=None), 4) == (
+        None,
+        f"no {MIN_FONT_KEY} text chunk: its text size cannot be measured",
+    )
+    assert "no resolution" in check_pages.png_text_px(png_of((255, 255, 255), dpi=None), 4)[1]
+
+
+def test_layout_findings_from_measurements():
+    """``check_layout`` on what the page script reports: a formula 1 px over its column passes (rounding),
+    2 px over fails; open code is bounded only on a code page; a failed script is a failure."""
+    book = check_pages.Book(Path("."))
+    dom = check_pages.parse(page("<p>x</p>"))
+    formulas = [{"tex": "a", "width": 601, "column": 600}, {"tex": "b = c", "width": 602, "column": 600}]
+    lay = {"formulas": formulas, "code_px": 150, "article_px": 1000, "images": []}
+    found, fig = check_pages.check_layout(book, Path("p.html"), dom, lay, code_page=False, code_limit=10, text_px=11)
+    assert [m for _, m in found] == ["a formula 602 px wide in a 600 px column: b = c"]
+    assert fig.formulas == 2 and fig.widest == pytest.approx(602 / 600) and fig.open_code is None
+    found, fig = check_pages.check_layout(book, Path("p.html"), dom, lay, code_page=True, code_limit=10, text_px=11)
+    assert fig.open_code == pytest.approx(15.0) and any("open code is 15.0 %" in m for _, m in found)
+    found, _ = check_pages.check_layout(book, Path("p.html"), dom, None, code_page=False, code_limit=10, text_px=11)
+    assert found == [("layout", "the layout script wrote nothing")]
+    assert check_pages.layout_of(
+        '<body><script type="application/json" id="check-pages-layout">{"a": "x & y"}</script>'
+    ) == {"a": "x & y"}
+
+
+@pytest.mark.parametrize("alt", ["fig.png", "../_images/fig.png", "_images/a b/x.PNG", "book/_images/x"])
+def test_a_path_is_not_an_alt_text(alt):
+    assert check_pages.PATH_ALT.search(alt)
+
+
+@pytest.mark.parametrize("alt", ["Relative W1 against n, with the fitted slope", "the 1/n rate", "a png-like figure"])
+def test_a_description_is_an_alt_text(alt):
+    assert not check_pages.PATH_ALT.search(alt)
 
 
 def test_a_matplotlib_figure_is_legible_on_the_dark_theme_unless_saved_transparent():

@@ -54,6 +54,22 @@ MathJax included, have run (``--virtual-time-budget``). On that DOM:
     (a transparent figure's black text vanishes there). ``--screenshot`` adds a
     screenshot of the front page in the dark theme.
 
+``layout``
+    each page is loaded at 1280 px (``--layout-width``) as a copy with
+    ``tools/check_pages_layout.js`` appended (written beside the page for the load, removed after),
+    which measures the page as a reader sees it: every displayed formula, with every fold
+    opened, must fit the column it sits in (its typeset width at most the column's); on the
+    Table 1 chapters (``--code-page``) the code cells a reader sees open, with every fold
+    closed, take at most ``--open-code-limit`` per cent (10) of the article's height; the
+    smallest text of each figure shown, its smallest font size in points (the PNG text chunk
+    ``gelib-min-font-pt`` the book's figures carry, :func:`gelib.plotting.style.book_png`)
+    times its resolution (pHYs) and the ratio of its shown to its natural width, is at
+    least ``--figure-text-px`` CSS px (11: an em of 11 px has the x-height, about 6 px, of the
+    page's footnote text; the body text's em is 16 px); a figure without that chunk fails,
+    since its text cannot be measured; every figure's ``alt`` text is a description, not
+    empty and not a file name or path; and the page's ``<title>`` carries no raw TeX
+    (``\\sqrt``, ``$``, ``^``). One line per page prints those figures.
+
 Pages run in parallel (``--jobs``, 2 by default: CI has 2 cores). One line per
 failing check (at most ``--max-lines`` per page and check, then a count), then a
 summary; the exit status is 1 on any failure, 2 when the checker cannot run (no
@@ -67,6 +83,7 @@ import argparse
 import concurrent.futures
 import html.parser
 import json
+import math
 import os
 import re
 import shutil
@@ -96,6 +113,25 @@ BROWSER_FLAGS = (
     "--mute-audio",
     *NETWORK_BLOCK,
 )
+# The layout check: the window width, the script it runs in the page, the Table 1 chapters whose open
+# code it bounds, and the limits (tools/check_pages_layout.js says what it measures).
+LAYOUT_WIDTH = 1280
+LAYOUT_JS = Path(__file__).with_name("check_pages_layout.js")
+LAYOUT_ID = "check-pages-layout"
+CODE_PAGES = (
+    "book/denominator_replacement.html",
+    "book/centering.html",
+    "book/gaussian_rows.html",
+    "book/covariance_approximation.html",
+    "book/query_substitution.html",
+)
+OPEN_CODE_LIMIT = 10.0  # per cent of the article's height
+FIGURE_TEXT_PX = 11.0  # CSS px, a figure's smallest em as shown
+MIN_FONT_KEY = "gelib-min-font-pt"  # gelib.plotting.style.MIN_FONT_KEY (this tool imports nothing of gelib)
+# Raw TeX in a <title>: a command, a dollar, a superscript or a braced subscript.
+TITLE_TEX = re.compile(r"\\[A-Za-z]+|\$|\^|_\{")
+# An alt text that names a file instead of describing the figure.
+PATH_ALT = re.compile(r"(^|[/\\])[^\s/\\]+\.(png|jpe?g|svg|gif|webp)$|^[^\s]*/[^\s]*$", re.IGNORECASE)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # The URL hash on which a static slider moves itself (bookrun.explore.CHECK_HASH).
 SLIDER_HASH = "#slider-check"
@@ -151,6 +187,8 @@ class Dom:
     search_results: int = 0
     sliders: list = field(default_factory=list)  # the attributes of each static slider block
     theme: str | None = None  # the <html> element's data-theme, as the theme's scripts set it
+    alts: dict = field(default_factory=dict)  # img src -> its alt text (None: no alt attribute)
+    title: str = ""  # the <title> text
 
 
 class _Parser(html.parser.HTMLParser):
@@ -188,6 +226,7 @@ class _Parser(html.parser.HTMLParser):
                     d.loads.append((tag, attr, url))
         if tag == "img":
             d.imgs.append(a.get("src", ""))
+            d.alts.setdefault(a.get("src", ""), dict(attrs).get("alt"))
         if tag == "html":
             d.theme = a.get("data-theme")
         if tag == "meta" and a.get("http-equiv", "").lower() == "refresh":
@@ -220,6 +259,8 @@ class _Parser(html.parser.HTMLParser):
                 return
 
     def handle_data(self, data):
+        if len(self.stack) > 1 and self.stack[-1][0] == "title" and self.stack[-2][0] == "head":
+            self.dom.title += data
         if self.stack and self.stack[-1][0] == "style":  # MathJax's @font-face rules live here
             self.dom.loads += [("style", "url()", u) for u in css_urls(data)]
         if not self._hidden() and data.strip():
@@ -313,9 +354,10 @@ def run_browser(
     screenshot: Path | None = None,
     size=(1400, 1800),
     dark: bool = False,
+    window: int | None = None,
 ) -> Load:
     """Load ``url`` with networking blocked; dump its DOM (or write a screenshot); ``dark``: in the
-    browser's dark mode."""
+    browser's dark mode; ``window``: the width of the window the DOM is dumped from."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="check-pages-") as tmp:
         netlog = Path(tmp) / "net.json"
@@ -330,7 +372,7 @@ def run_browser(
         if screenshot is not None:
             cmd += [f"--window-size={size[0]},{size[1]}", f"--screenshot={screenshot}"]
         else:
-            cmd += ["--dump-dom"]
+            cmd += ["--dump-dom", *([f"--window-size={window},1800"] if window else [])]
         cmd.append(url)
         if screenshot is not None:
             screenshot.unlink(missing_ok=True)
@@ -525,6 +567,115 @@ def check_dark(book: Book, page: Path, dom: Dom, seen: dict) -> list[tuple[str, 
     return out
 
 
+@dataclass
+class Layout:
+    """One page's layout figures, as ``check_layout`` prints them."""
+
+    formulas: int = 0
+    widest: float = 0.0  # the widest formula's width over its column's
+    open_code: float | None = None  # per cent of the article's height (Table 1 chapters only)
+    figures: int = 0
+    smallest_text: float | None = None  # CSS px
+
+
+def layout_copy(page: Path, script: str) -> Path:
+    """A copy of ``page`` beside it (so its relative URLs resolve alike) with the layout script
+    appended to its body; the caller removes it."""
+    text = page.read_text(errors="replace")
+    tag = f"<script>\n{script}\n</script>"
+    at = text.lower().rfind("</body>")
+    text = text[:at] + tag + text[at:] if at >= 0 else text + tag
+    fd, name = tempfile.mkstemp(prefix=f".check-pages-{page.stem}-", suffix=".html", dir=page.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return Path(name)
+
+
+def layout_of(dom: str) -> dict | None:
+    """The measurements the layout script wrote into a dumped DOM, or ``None`` where it wrote none."""
+    found = list(re.finditer(rf'<script[^>]*id="{LAYOUT_ID}"[^>]*>(.*?)</script>', dom, re.DOTALL))
+    if not found:
+        return None
+    m = found[-1]  # the element the script appended last to <body>
+    try:
+        return json.loads(m.group(1))  # a script's text is dumped as it is
+    except ValueError:
+        return None
+
+
+def png_text_px(data: bytes, shown_px: float) -> tuple[float | None, str | None]:
+    """The smallest text of a figure, in CSS px, as shown ``shown_px`` wide: (px, None), or (None, why
+    not) where the PNG does not say its smallest font size or its resolution."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        im = Image.open(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError) as exc:
+        return None, f"not a readable image ({exc})"
+    font = im.info.get(MIN_FONT_KEY)
+    dpi = im.info.get("dpi")
+    if font is None:
+        return None, f"no {MIN_FONT_KEY} text chunk: its text size cannot be measured"
+    if not dpi or not dpi[0]:
+        return None, "no resolution (pHYs): its text size cannot be measured"
+    return float(font) / 72 * float(dpi[0]) * shown_px / im.size[0], None
+
+
+def check_layout(
+    book: Book, page: Path, dom: Dom, layout: dict | None, *, code_page: bool, code_limit: float, text_px: float
+) -> tuple[list[tuple[str, str]], Layout]:
+    """The ``layout`` findings of one page and its figures (``layout``: what the script measured)."""
+    out: list[tuple[str, str]] = []
+    fig = Layout()
+    if TITLE_TEX.search(dom.title):
+        out.append(("layout", f"raw TeX in the page title: “{dom.title.strip()[:80]}”"))
+    for src, alt in dom.alts.items():
+        if image_bytes(book, page, src) is None:
+            continue  # the theme's icons
+        name = "a slider frame (data: PNG)" if src.startswith("data:") else src
+        if not (alt or "").strip():
+            out.append(("layout", f"{name}: no alt text"))
+        elif PATH_ALT.search(alt.strip()):
+            out.append(("layout", f"{name}: its alt text is a file name, “{alt.strip()[:60]}”"))
+    if layout is None or "error" in layout:
+        why = "the layout script wrote nothing" if layout is None else f"the layout script failed: {layout['error']}"
+        return out + [("layout", why)], fig
+    for f in layout.get("formulas", []):
+        fig.formulas += 1
+        ratio = f["width"] / f["column"] if f["column"] else math.inf
+        fig.widest = max(fig.widest, ratio)
+        if f["width"] > f["column"] + 1:
+            tex = " ".join(str(f["tex"]).split())
+            tex = tex if len(tex) <= 70 else tex[:67] + "..."
+            out.append(("layout", f"a formula {f['width']:.0f} px wide in a {f['column']:.0f} px column: {tex}"))
+    if code_page:
+        fig.open_code = 100 * layout["code_px"] / layout["article_px"] if layout.get("article_px") else 0.0
+        if fig.open_code > code_limit:
+            out.append(
+                ("layout", f"open code is {fig.open_code:.1f} % of the page's height (at most {code_limit:g} %)")
+            )
+    seen: set = set()
+    for img in layout.get("images", []):
+        if img["src"] in seen or img["width"] <= 0:
+            continue
+        seen.add(img["src"])
+        data = image_bytes(book, page, img["src"])
+        if data is None:
+            continue
+        name = "a slider frame (data: PNG)" if img["src"].startswith("data:") else img["src"]
+        fig.figures += 1
+        px, why = png_text_px(data, img["width"])
+        if px is None:
+            out.append(("layout", f"{name}: {why}"))
+            continue
+        fig.smallest_text = px if fig.smallest_text is None else min(fig.smallest_text, px)
+        if px < text_px:
+            out.append(("layout", f"{name}: its smallest text is {px:.1f} px as shown (at least {text_px:g} px)"))
+    return out, fig
+
+
 def check_links(book: Book, page: Path, dom: Dom, rendered: dict[Path, Dom]) -> list[tuple[str, str]]:
     out, seen = [], set()
     for tag, _rel, href in dom.links:
@@ -621,6 +772,27 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="1400x1800", help="screenshot size WIDTHxHEIGHT in px (default 1400x1800)")
     ap.add_argument("--search-term", default=None, help="the word to query the search page with")
     ap.add_argument("--max-lines", type=int, default=5, help="failure lines printed per page and check (default 5)")
+    ap.add_argument(
+        "--layout-width",
+        type=int,
+        default=LAYOUT_WIDTH,
+        help=f"window width of the layout check (default {LAYOUT_WIDTH})",
+    )
+    ap.add_argument(
+        "--code-page",
+        action="append",
+        metavar="PAGE",
+        help="a page whose open code is bounded, relative to HTML_DIR (repeatable; default: the Table 1 chapters)",
+    )
+    ap.add_argument(
+        "--open-code-limit", type=float, default=OPEN_CODE_LIMIT, help=f"per cent (default {OPEN_CODE_LIMIT:g})"
+    )
+    ap.add_argument(
+        "--figure-text-px",
+        type=float,
+        default=FIGURE_TEXT_PX,
+        help=f"smallest figure text, CSS px (default {FIGURE_TEXT_PX:g})",
+    )
     args = ap.parse_args(argv)
 
     root = args.html_dir
@@ -646,7 +818,18 @@ def main(argv=None) -> int:
 
     term = args.search_term or search_term(book.root)
     search = book.root / "search.html"
-    jobs: list[tuple[str, Path, str]] = [("page", p, p.resolve().as_uri()) for p in browsed]
+    # each page is loaded as a copy that measures its layout (removed below, whatever happens)
+    script = LAYOUT_JS.read_text()
+    copies: dict[Path, Path] = {}
+    try:
+        for p in browsed:
+            copies[p] = layout_copy(p, script)
+    except OSError as exc:
+        for c in copies.values():
+            c.unlink(missing_ok=True)
+        print(f"check_pages: cannot write the layout copies beside the pages ({exc})", file=sys.stderr)
+        return 2
+    jobs: list[tuple[str, Path, str]] = [("page", p, copies[p].resolve().as_uri()) for p in browsed]
     if not search.is_file():
         failures.append(("search", "search.html", "no search page"))
     elif not term:
@@ -662,21 +845,46 @@ def main(argv=None) -> int:
 
     jobs.sort(key=lambda j: -j[1].stat().st_size)  # the longest pages (most formulas) first: even load on --jobs
     loads: dict[tuple[str, Path], Load] = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {
-            pool.submit(run_browser, browser, url, args.budget_ms, args.timeout, dark=kind == "dark"): (kind, p)
-            for kind, p, url in jobs
-        }
-        for fut in concurrent.futures.as_completed(futures):
-            loads[futures[fut]] = fut.result()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = {
+                pool.submit(
+                    run_browser,
+                    browser,
+                    url,
+                    args.budget_ms,
+                    args.timeout,
+                    dark=kind == "dark",
+                    window=args.layout_width if kind == "page" else None,
+                ): (kind, p)
+                for kind, p, url in jobs
+            }
+            for fut in concurrent.futures.as_completed(futures):
+                loads[futures[fut]] = fut.result()
+    finally:
+        for c in copies.values():
+            c.unlink(missing_ok=True)
 
     doms = {p: parse(loads["page", p].dom) for p in browsed}
     # the anchors a link may point to: the rendered page's ids, or the file's where its load failed
     rendered = {p.resolve(): d for p, d in doms.items() if not loads["page", p].error}
+    code_pages = {(book.root / c).resolve() for c in (args.code_page or CODE_PAGES)}
+    layouts: dict[Path, Layout] = {}
     for p in browsed:
         dom, load = doms[p], loads["page", p]
         for check, msg in check_page(book, p, dom, load) + check_links(book, p, dom, rendered):
             failures.append((check, book.rel(p), msg))
+        if not load.error:
+            found, layouts[p] = check_layout(
+                book,
+                p,
+                dom,
+                layout_of(load.dom),
+                code_page=p.resolve() in code_pages,
+                code_limit=args.open_code_limit,
+                text_px=args.figure_text_px,
+            )
+            failures += [(check, book.rel(p), msg) for check, msg in found]
     verdicts: dict = {}
     for p in browsed:
         failures += [(check, book.rel(p), msg) for check, msg in check_dark(book, p, doms[p], verdicts)]
@@ -730,6 +938,17 @@ def main(argv=None) -> int:
     elapsed = time.perf_counter() - t0
     for s in shots:
         print(f"screenshot: {s}")
+    print(
+        f"check_pages: layout at {args.layout_width} px (widest formula / its column; open code; smallest figure text):"
+    )
+    for p, lay in sorted(layouts.items()):
+        code = "" if lay.open_code is None else f", open code {lay.open_code:4.1f} %"
+        text = (
+            ""
+            if lay.smallest_text is None
+            else f", smallest text {lay.smallest_text:5.2f} px over {lay.figures} figure(s)"
+        )
+        print(f"  {book.rel(p):42} {lay.formulas:3} formula(s), widest {lay.widest:4.2f}{code}{text}")
     bad = len({p for _, p, _ in failures})
     slowest = sorted(((ld.seconds, book.rel(p)) for (_, p), ld in loads.items()), reverse=True)[:3]
     if slowest:
@@ -738,7 +957,7 @@ def main(argv=None) -> int:
     if failures:
         print(f"{summary}: {len(failures)} failures on {bad} pages")
         return 1
-    print(f"{summary}: every check passed (tex, img, link, asset, net, search, slider, dark)")
+    print(f"{summary}: every check passed (tex, img, link, asset, net, search, slider, dark, layout)")
     return 0
 
 
