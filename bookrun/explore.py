@@ -217,34 +217,32 @@ def value_label(value: object) -> str:
 
 
 def figure_png(fig, colors: int | None = 256) -> bytes:
-    """The PNG of ``fig`` as the notebook's inline backend writes it (the figure's dpi, a tight box), undated.
+    """The PNG of ``fig`` as the book writes it (:func:`gelib.plotting.book_png`: fitted to the column,
+    a tight box, its dpi and smallest font size recorded), at the figure's own dpi, undated.
 
     With ``colors`` (the default), an opaque figure is stored with a palette of at
     most that many colours, undithered: line plots and histograms look the same,
-    at about a third of the bytes (a slider holds several frames).
+    at about a third of the bytes (a slider holds several frames). The palette PNG keeps
+    the resolution and the font-size chunk, which ``tools/check_pages.py`` reads.
     """
-    from PIL import Image
+    from PIL import Image, PngImagePlugin
 
-    buf = io.BytesIO()
-    fig.savefig(
-        buf,
-        format="png",
-        dpi="figure",
-        bbox_inches="tight",
-        facecolor=fig.get_facecolor(),
-        edgecolor=fig.get_edgecolor(),
-        metadata={"Software": None},
-    )
+    from gelib.plotting.style import book_png
+
+    data = book_png(fig, dpi=fig.dpi)
     if colors is None:
-        return buf.getvalue()
-    image = Image.open(io.BytesIO(buf.getvalue()))
+        return data
+    image = Image.open(io.BytesIO(data))
     if image.mode == "RGBA" and image.getextrema()[3][0] < 255:  # transparent somewhere: keep it exact
-        return buf.getvalue()
+        return data
+    info = PngImagePlugin.PngInfo()
+    for key, value in image.text.items():
+        info.add_text(key, value)
     small = io.BytesIO()
     image.convert("RGB").quantize(colors, Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-        small, "PNG", optimize=True
+        small, "PNG", optimize=True, pnginfo=info, dpi=image.info.get("dpi", (fig.dpi, fig.dpi))
     )
-    return min(small.getvalue(), buf.getvalue(), key=len)
+    return min(small.getvalue(), data, key=len)
 
 
 # The static slider's behaviour: the input event swaps the image; on CHECK_HASH the slider moves

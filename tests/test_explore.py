@@ -99,7 +99,10 @@ def test_static_frames_one_per_available_value_default_first():
     fr = ex.frames("beta", (0.5, 1.5, 2.0, 2.5))  # the default 1.0 is added; 2.5 is not available
     assert [v for v, _ in fr.drawn] == [0.5, 1.0, 1.5, 2.0] and fr.start == 1
     assert [p[:8] for _, p in fr.drawn] == [b"\x89PNG\r\n\x1a\n"] * 4 and len({p for _, p in fr.drawn}) == 4
-    assert Image.open(io.BytesIO(fr.drawn[0][1])).mode == "P"  # an opaque figure gets a palette (figure_png)
+    frame = Image.open(io.BytesIO(fr.drawn[0][1]))
+    assert frame.mode == "P"  # an opaque figure gets a palette (figure_png)
+    # and keeps what the browser check reads its text size from: the smallest font and the dpi
+    assert float(frame.text["gelib-min-font-pt"]) >= 8 and frame.info["dpi"][0] > 0
     assert len(fr.skipped) == 1 and fr.skipped[0][0] == 2.5 and "beta" in fr.skipped[0][1]
     assert plt.get_fignums() == []  # every frame's figure was closed
     html = fr.html()

@@ -138,3 +138,25 @@ def test_a_figure_laid_out_by_hand_keeps_its_layout():
     gp.fit_figure(plain)
     assert type(plain.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
     plt.close("all")
+
+
+@pytest.mark.parametrize("by_hand", [False, True])
+def test_what_sticks_out_of_the_figure_is_fitted_too(by_hand):
+    """A legend beside the axes, outside the figure, widens the tight PNG past the column: the fitted
+    PNG is at most MAX_WIDTH_IN wide all the same (measured in the file: pixels over its dpi), and
+    its text keeps its size, so that shown in the column it is as large as the file says."""
+    fig, ax = plt.subplots(figsize=(gp.MAX_WIDTH_IN, 3.0))
+    if by_hand:
+        fig.subplots_adjust(left=0.1, right=0.95)
+    ax.plot([1, 2, 3], label="a long legend entry, outside the axes")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
+    try:
+        loose = Image.open(io.BytesIO(gp.book_png(fig, dpi=100, fit=False))).size[0] / 100
+        assert loose > gp.MAX_WIDTH_IN * 1.2  # the case: the legend adds more than a fifth
+        data = gp.book_png(fig, dpi=100)
+        image = Image.open(io.BytesIO(data))
+        pad = 2 * plt.rcParams["savefig.pad_inches"]  # the tight box's margin, as FIGURE_COLUMN_PX allows for
+        assert image.size[0] / 100 <= gp.MAX_WIDTH_IN + pad + 0.02, image.size  # + rounding to pixels
+        assert float(image.text[gp.MIN_FONT_KEY]) >= gp.MIN_FONT_PT
+    finally:
+        plt.close(fig)

@@ -188,7 +188,32 @@ def fit_figure(fig: Figure) -> Figure:
         if float(t.get_fontsize()) < MIN_FONT_PT:
             t.set_fontsize(MIN_FONT_PT)
     _wrap_titles(fig)
+    _fit_tight_width(fig)
     return fig
+
+
+def _tight_width_in(fig: Figure) -> float | None:
+    """The width, in inches, of the box a tight PNG of ``fig`` takes (its artists outside the figure
+    included: a legend beside the axes, a label past the edge), or None without a renderer."""
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    if get_renderer is None:
+        return None
+    fig.draw_without_rendering()
+    return float(fig.get_tightbbox(get_renderer()).width)
+
+
+def _fit_tight_width(fig: Figure, tries: int = 3) -> None:
+    """Narrow ``fig`` until its tight box is at most :data:`~gelib.plotting.style.MAX_WIDTH_IN` wide: what
+    sticks out of the figure keeps its size in points, so the figure loses the excess, not a ratio."""
+    for _ in range(tries):
+        tight = _tight_width_in(fig)
+        if tight is None or tight <= MAX_WIDTH_IN * 1.001:
+            return
+        w, h = fig.get_size_inches()
+        new_w = w - (tight - MAX_WIDTH_IN)
+        if new_w <= 0.5 * w:  # most of it outside the figure: leave it rather than crush the axes
+            return
+        fig.set_size_inches(new_w, h)
 
 
 def _break_line(text: str) -> str | None:
