@@ -58,6 +58,7 @@ __all__ = [
     "TEX_COMMANDS",
     "PdfError",
     "find_browser",
+    "HEADLESS_FLAGS",
     "build_single_page",
     "print_page",
     "print_pdf",
@@ -72,8 +73,9 @@ PDF_NAME = "book.pdf"
 #: The page that is printed, at the root of the single-page build.
 PRINT_PAGE = "gelib-print.html"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-# As tools/check_pages.py: a dead proxy and a resolver that resolves nothing; the book is offline.
-BROWSER_FLAGS = (
+#: Headless Chromium with its networking blocked (a dead proxy and a resolver that resolves
+#: nothing): the book is offline. ``tools/check_pages.py`` starts the browser with these too.
+HEADLESS_FLAGS = (
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -86,8 +88,9 @@ BROWSER_FLAGS = (
     "--mute-audio",
     "--proxy-server=127.0.0.1:9",
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
-    "--no-pdf-header-footer",  # Chromium's own header and footer show the file's path and the date
 )
+# Chromium's own header and footer show the file's path and the date
+BROWSER_FLAGS = (*HEADLESS_FLAGS, "--no-pdf-header-footer")
 
 #: The print stylesheet, ``{title}`` the book's title (CSS-escaped).
 PRINT_CSS = """

@@ -86,7 +86,6 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -96,23 +95,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-# Networking blocked for the browser: every proxied request goes to a closed port,
-# and no host name resolves (localhost excepted, which nothing here uses).
-NETWORK_BLOCK = ("--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost")
-BROWSER_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-extensions",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--mute-audio",
-    *NETWORK_BLOCK,
-)
+from bookrun.pdf import HEADLESS_FLAGS, find_browser
+
+# The browser: headless, networking blocked (a dead proxy, a resolver that resolves nothing), as the
+# PDF's print starts it (bookrun.pdf), and no scrollbars (the layout check measures the whole width).
+BROWSER_FLAGS = (*HEADLESS_FLAGS, "--hide-scrollbars")
 # The layout check: the window width, the script it runs in the page, the Table 1 chapters whose open
 # code it bounds, and the limits (tools/check_pages_layout.js says what it measures).
 LAYOUT_WIDTH = 1280
@@ -127,12 +114,11 @@ CODE_PAGES = (
 )
 OPEN_CODE_LIMIT = 10.0  # per cent of the article's height
 FIGURE_TEXT_PX = 11.0  # CSS px, a figure's smallest em as shown
-MIN_FONT_KEY = "gelib-min-font-pt"  # gelib.plotting.style.MIN_FONT_KEY (this tool imports nothing of gelib)
+MIN_FONT_KEY = "gelib-min-font-pt"  # gelib.plotting.style.MIN_FONT_KEY
 # Raw TeX in a <title>: a command, a dollar, a superscript or a braced subscript.
 TITLE_TEX = re.compile(r"\\[A-Za-z]+|\$|\^|_\{")
 # An alt text that names a file instead of describing the figure.
 PATH_ALT = re.compile(r"(^|[/\\])[^\s/\\]+\.(png|jpe?g|svg|gif|webp)$|^[^\s]*/[^\s]*$", re.IGNORECASE)
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # The URL hash on which a static slider moves itself (bookrun.explore.CHECK_HASH).
 SLIDER_HASH = "#slider-check"
 # The pages screenshotted when --screenshot is given without --shot.
@@ -297,17 +283,6 @@ def tex_findings(text_nodes: list[str]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- browser
-
-
-def find_browser(explicit: str | None = None) -> str | None:
-    if explicit:
-        return shutil.which(explicit) or (explicit if Path(explicit).is_file() else None)
-    if os.environ.get("CHROMIUM"):
-        return shutil.which(os.environ["CHROMIUM"])
-    for name in BROWSERS:
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
 
 
 @dataclass
