@@ -1,6 +1,6 @@
 """The whole-book PDF (bookrun.pdf): its reader and checker on tiny PDFs built here, the page it
 prints, and the command's refusals. The PDF of the real book is built and checked by
-``make test`` (``python -m gelib pdf $(TEST_RUN) --output _build/test-ci/book.pdf --check``)."""
+``make test`` (``python -m gelib pdf $(TEST_RUN) --output _build/test-ci-pdf/book.pdf --check``)."""
 
 from __future__ import annotations
 
