@@ -160,3 +160,19 @@ def test_what_sticks_out_of_the_figure_is_fitted_too(by_hand):
         assert float(image.text[gp.MIN_FONT_KEY]) >= gp.MIN_FONT_PT
     finally:
         plt.close(fig)
+
+
+def test_a_figure_title_wider_than_the_figure_is_broken_and_fitted():
+    """A suptitle longer than the figure is wide is broken at a comma, so that the tight PNG fits the
+    column (shrinking the figure cannot narrow a text whose size is in points)."""
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    for ax in axes:
+        ax.plot([1, 2, 3])
+    long = "Figure 2(c) with the first-moment shift $b = +2.14$ %, at Table D.3's dimensions, every scale, n = 4096"
+    fig.suptitle(long + ", the paper's markers against the shifted curves", fontsize=8)
+    try:
+        image = Image.open(io.BytesIO(gp.book_png(fig, dpi=100)))
+        assert "\n" in fig._suptitle.get_text()
+        assert image.size[0] / 100 <= gp.MAX_WIDTH_IN + 2 * plt.rcParams["savefig.pad_inches"] + 0.02, image.size
+    finally:
+        plt.close(fig)

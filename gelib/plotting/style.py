@@ -229,18 +229,22 @@ def _break_line(text: str) -> str | None:
 
 
 def _wrap_titles(fig: Figure) -> None:
-    """Break an axes title of one line that is wider than its axes into two (:func:`_break_line`)."""
+    """Break an axes title of one line that is wider than its axes, or a figure title wider than the
+    figure, into two (:func:`_break_line`)."""
     get_renderer = getattr(fig.canvas, "get_renderer", None)
     if get_renderer is None:
         return
     fig.draw_without_rendering()
     renderer = get_renderer()
-    for ax in fig.axes:
-        title = ax.title
+    # each axes' title against its axes, and the figure's own title (suptitle) against the figure
+    titles = [(ax.title, ax.get_window_extent(renderer).width) for ax in fig.axes]
+    if fig._suptitle is not None:
+        titles.append((fig._suptitle, fig.bbox.width))
+    for title, room in titles:
         text = title.get_text()
         if not text or "\n" in text or not title.get_visible():
             continue
-        if title.get_window_extent(renderer).width > 1.02 * ax.get_window_extent(renderer).width:
+        if title.get_window_extent(renderer).width > 1.02 * room:
             broken = _break_line(text)
             if broken is not None:
                 title.set_text(broken)
