@@ -75,6 +75,7 @@ test: lint
 	$(STEP) whole-book PDF, and the browser check beside it
 	@# Two processes at once: the PDF's print mostly waits on the page's virtual time (about 70 s of
 	@# CPU in 170 s), so the browser check fills the cores beside it. The PDF's lines follow the check's.
+	mkdir -p _build/test-ci-pdf
 	$(BIN)/python -m gelib pdf $(TEST_RUN) --output _build/test-ci-pdf/book.pdf --check >_build/test-ci-pdf.log 2>&1 & pdf=$$!; \
 	  $(BIN)/python tools/check_pages.py _build/test-ci/_build/html; pages=$$?; \
 	  wait $$pdf; made=$$?; echo "[$$(date +%T)] whole-book PDF (exit $$made):"; cat _build/test-ci-pdf.log; \
