@@ -10,7 +10,9 @@ one figure. :func:`explorer` wraps it so that
   values)``, once per value of that one parameter, and the figures become one
   self-contained HTML block (:func:`slider_html`): a range input that swaps
   precomputed PNGs with a few lines of inline JavaScript, so the static book's
-  slider works offline, with no kernel;
+  slider works offline, with no kernel; ``static=(name, values, layers)`` draws
+  those values at a few other layers too, and a second range input picks the
+  layer (:func:`grid_html`);
 * in a live notebook with ``ipywidgets`` it gets a slider per parameter and a
   "redraw" button (manual: each new shape compiles once, a few seconds on a
   CPU); without ``ipywidgets`` one line says how to get them.
