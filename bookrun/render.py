@@ -2,7 +2,8 @@
 
 :func:`mirror_files` is what a run folder needs beside the executed chapters
 (the book's configuration with execution off, the bibliography, the plain
-pages); :func:`prepare_mirror` writes it through the folder's manifest
+pages, each exercise sheet filled with its exercises' text: :func:`sheet_page`);
+:func:`prepare_mirror` writes it through the folder's manifest
 (:class:`bookrun.runfolder.RunFolder`), after checking every path;
 :func:`missing_chapters` names the chapters without an executed notebook and
 :func:`fill_missing_chapters` puts their sources in their place;
@@ -28,6 +29,8 @@ from .runfolder import RunFolder
 
 __all__ = [
     "mirror_files",
+    "chapter_exercises",
+    "sheet_page",
     "prepare_mirror",
     "missing_chapters",
     "fill_missing_chapters",
@@ -53,11 +56,98 @@ def mirror_files(root: Path) -> dict[str, bytes]:
     files["_config.yml"] = cfg.replace("execute_notebooks: cache", "execute_notebooks: 'off'").encode()
     for extra in sorted((root / "book").glob("*.bib")):
         files[f"book/{extra.name}"] = extra.read_bytes()
-    for f in toc_files(root):
-        src = root / f"{f}.md"
+    pages = [(f, root / f"{f}.md") for f in toc_files(root)]
+    exercises = {}
+    for f, src in pages:
+        if src.exists() and is_chapter(src):
+            exercises.update({label: (f, ex) for label, ex in chapter_exercises(src.read_text()).items()})
+    for f, src in pages:
         if src.exists() and not is_chapter(src):
-            files[f"{f}.md"] = src.read_bytes()
+            text = src.read_text()
+            files[f"{f}.md"] = sheet_page(text, exercises, f).encode() if SHEET.search(text) else src.read_bytes()
     return files
+
+
+#: A sheet page lists its exercises between ``<!-- sheet: exercises -->`` (or ``solutions``) and
+#: ``<!-- end of sheet -->``, one ``* {ref}`label``` a line; the render puts their text there.
+SHEET = re.compile(r"^<!-- sheet: (exercises|solutions) -->\n(.*?)^<!-- end of sheet -->$", re.M | re.S)
+_DIRECTIVE = re.compile(r"^(`{3,})\{(exercise|solution)\}([^\n]*)\n(.*?)^\1[ \t]*$", re.M | re.S)
+_OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
+_GATED = re.compile(
+    r"^```\{solution-start\}[ \t]*(\S+)\n(?::[\w-]+:[^\n]*\n)*```\n(.*?)^```\{solution-end\}[ \t]*\n```", re.M | re.S
+)
+
+
+def chapter_exercises(text: str) -> dict[str, dict]:
+    """``{label: {"title", "text", "solution"}}`` of every ``{exercise}`` directive (and its
+    ``{solution}``, or its gated ``{solution-start}`` ... ``{solution-end}``) in a chapter's MyST
+    source ``text``: the directive's title and body, less its options (``:label:``, ``:class:``...)."""
+    found: dict[str, dict] = {}
+    solutions = {}
+    for m in _DIRECTIVE.finditer(text):
+        lines = m.group(4).split("\n")
+        options = {}
+        while lines and _OPTION.match(lines[0]):
+            key, value = _OPTION.match(lines.pop(0)).groups()  # type: ignore[union-attr]
+            options[key] = value
+        body = "\n".join(lines).strip("\n")
+        if m.group(2) == "exercise" and options.get("label"):
+            found[options["label"]] = {"title": m.group(3).strip(), "text": body, "solution": None}
+        elif m.group(2) == "solution":
+            solutions[m.group(3).strip()] = body
+    for m in _GATED.finditer(text):  # a solution that holds code cells: sphinx-exercise's gated form
+        solutions[m.group(1)] = m.group(2).strip("\n")
+    for label, ex in found.items():
+        ex["solution"] = solutions.get(label)
+    return found
+
+
+def _elsewhere(body: str, chapter: str) -> str:
+    """``body`` of a chapter's exercise as another page shows it: its glued numbers read from the
+    chapter (``{glue:text}`chapter.ipynb::key:format```), its code cells as plain code."""
+
+    def glue(m: re.Match) -> str:
+        key, _, fmt = m.group(2).partition(":")
+        return f"{m.group(1)}`{Path(chapter).name}.ipynb::{key}:{fmt or 's'}`"
+
+    body = re.sub(r"(\{glue:text\})`([^`:]+(?::[^`]*)?)`", glue, body)
+    return re.sub(r"^(`{3,})\{code-cell\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", r"\1python\n", body, flags=re.M)
+
+
+def sheet_page(text: str, exercises: dict[str, tuple[str, dict]], page: str = "the sheet") -> str:
+    """A sheet page's source ``text`` with its list of exercises replaced by their text (on an
+    ``exercises`` sheet) or their solutions' (on a ``solutions`` sheet), each an admonition
+    titled with the exercise's reference (its number) and title, and a link to its chapter.
+
+    ``exercises`` maps each label to ``(chapter, exercise)`` (:func:`chapter_exercises`): the
+    chapter's directive is the one source of the text. A label that is not there, or text
+    that would define a label a second time, is refused (:class:`~bookrun.chapters.BatchError`)."""
+
+    def fill(m: re.Match) -> str:
+        labels = re.findall(r"^\*\s*\{ref\}`([\w-]+)`\s*$", m.group(2), flags=re.M)
+        missing = [label for label in labels if label not in exercises]
+        if missing or not labels:
+            raise BatchError(f"{page}: no exercise {missing or 'listed'} in the chapters")
+        out = []
+        for label in labels:
+            chapter, ex = exercises[label]
+            body = ex["text"] if m.group(1) == "exercises" else ex["solution"]
+            if body is None:
+                raise BatchError(f"{page}: exercise {label} has no solution")
+            body = _elsewhere(body, chapter)
+            if re.search(r"^:label:|^\([\w-]+\)=\s*$", body, flags=re.M):
+                raise BatchError(f"{page}: the text of {label} defines a label, which the sheet would repeat")
+            # a tilde fence: its title may hold a role's backticks (a backtick fence's may not)
+            fence = "~" * max(3, 1 + max((len(f) for f in re.findall(r"~{3,}", body)), default=0))
+            title = re.sub(r"^Pen and paper: ", "", ex["title"])
+            head = "" if m.group(1) == "exercises" else "Solution of "
+            out.append(
+                f"{fence}{{admonition}} {head}{{ref}}`{label}`: {title}\n:class: sheet-{m.group(1)[:-1]}\n\n"
+                f"{body}\n\n*From {{doc}}`/{chapter}`.*\n{fence}\n"
+            )
+        return "\n".join(out)
+
+    return SHEET.sub(fill, text)
 
 
 def prepare_mirror(root: Path, run_dir: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bookrun.explore import CHECK_HASH, slider_html
+from bookrun.explore import CHECK_HASH, grid_html, slider_html
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "check_pages.py"
@@ -125,6 +125,9 @@ SEARCH_BODY = """
 """
 
 
+GRID_AXES = [("layer", ["default", "d_k = 8"], ": "), ("beta", ["0.5", "1", "2"], " = ")]
+
+
 def make_book(root: Path, lists_results: bool = True) -> Path:
     (root / "_images").mkdir(parents=True)
     (root / "_images" / "fig.png").write_bytes(WHITE)
@@ -138,6 +141,8 @@ def make_book(root: Path, lists_results: bool = True) -> Path:
     # an explorer's static slider (bookrun.explore), started at its middle frame
     frames = [(0.5, RED), (1.0, BLUE), (1.5, GREEN)]
     (root / "explorer.html").write_text(page(slider_html("beta", frames, 1, [(3.0, "beta must be at most 2")])))
+    # a static slider over two axes (a layer, then beta), one combination not available
+    (root / "explorer2.html").write_text(page(grid_html(GRID_AXES, [RED, BLUE, GREEN, "n/a", RED, BLUE], 1)))
     body = SEARCH_BODY.replace("LISTS", "true" if lists_results else "false")
     (root / "search.html").write_text(page(body, SEARCH_HEAD))
     (root / "searchindex.js").write_text('Search.setIndex({"titles": ["Gaussian chapter", "Results"]})\n')
@@ -241,6 +246,30 @@ def test_slider_reports_are_read_from_the_moved_page():
     assert check_pages.SLIDER_HASH == CHECK_HASH  # the hash the checker loads is the one the sliders answer
 
 
+def test_a_two_axis_slider_reports_one_move_per_axis():
+    """A grid slider (``data-static-slider="layer, beta"``) passes only if each axis moved the image."""
+
+    def block(i, **checks):
+        attrs = "".join(f' data-check-{k}="{v}"' for k, v in checks.items())
+        return f'<div id="g{i}" data-static-slider="layer, beta" data-frames="6"{attrs}></div>'
+
+    static = check_pages.parse(page("".join(block(i) for i in range(4))))
+    moved = check_pages.parse(
+        page(
+            block(0, before="1:aa", after="4:bb 5:cc", width="640 640")  # both moves changed the image
+            + block(1, before="1:aa", after="4:bb 4:bb", width="640 640")  # beta did not move
+            + block(2, before="1:aa", after="4:bb 5:cc", width="640 0")  # the last image is broken
+            + block(3, before="1:aa", after="4:bb", width="640")  # one move for two axes
+        )
+    )
+    msgs = [m for c, m in check_pages.check_sliders(static, moved, check_pages.Load()) if c == "slider"]
+    assert msgs == [
+        "slider 2 over layer, beta, moving beta did not move (frame 4; 6 frame(s))",
+        "slider 3 over layer, beta, moving beta: the image of frame 5 did not decode",
+        "slider 4 over layer, beta reported 1 move(s) for 2 axes",
+    ], msgs
+
+
 def test_cap_keeps_n_lines_and_counts_the_rest():
     failures = [("tex", "a.html", f"m{i}") for i in range(7)] + [("img", "a.html", "x")]
     out = check_pages.cap(failures, 5)
@@ -281,6 +310,8 @@ BROKEN = {
     ),
     # a slider whose frames are one image: moving it changes nothing a reader sees
     "slider_same.html": (page(slider_html("beta", [(0.5, RED), (1.0, RED)])), "slider", "left the image unchanged"),
+    # a two-axis slider whose second axis shows one image: moving beta changes nothing at the layer it moved to
+    "slider_grid.html": (page(grid_html(GRID_AXES, [RED, BLUE, GREEN, GREEN, RED, RED], 1)), "slider", "moving beta"),
     # a slider with no script (sanitised away, say): it cannot move at all
     "slider_dead.html": (
         page(re.sub(r"<script>.*?</script>", "", slider_html("h", [(1, RED), (2, BLUE)]), flags=re.DOTALL)),
@@ -348,10 +379,13 @@ def test_each_defect_fails_on_its_page_and_only_there(tmp_path):
     assert fetch and all(ln.split()[1] == "net" and "data.example.org" in ln for ln in fetch), out
     # the correct pages are untouched by their neighbours' defects
     assert fails_of(fails, "index.html") == [] and fails_of(fails, "page2.html") == [], out
-    assert fails_of(fails, "explorer.html") == [], out
+    assert fails_of(fails, "explorer.html") == [] and fails_of(fails, "explorer2.html") == [], out
     assert all(
-        ln.split()[1] == "slider" for name in ("slider_same.html", "slider_dead.html") for ln in fails_of(fails, name)
+        ln.split()[1] == "slider"
+        for name in ("slider_same.html", "slider_dead.html", "slider_grid.html")
+        for ln in fails_of(fails, name)
     )
+    assert len(fails_of(fails, "slider_grid.html")) == 1, out  # moving the layer changed the image
     assert fails_of(fails, "nofonts.html") and all(ln.split()[1] == "asset" for ln in fails_of(fails, "nofonts.html"))
     # one formula of two overflows; each layout defect is its page's only one
     assert len(fails_of(fails, "widemath.html")) == 1, out

@@ -85,11 +85,11 @@ def draw_curve(beta, n):
 
 
 def frames_of(html):
-    """The slider's value attribute, its shown image and the other frames of its script."""
+    """The first slider's value attribute, its shown image, the frames of its script and the labels of its last axis."""
     start = int(re.search(r'<input type="range"[^>]* value="(\d+)"', html).group(1))
     shown = re.search(r'<img src="(data:image/png;base64,[^"]+)"', html).group(1)
-    script = re.search(r"frames = (\[.*?\]), labels = (\[.*?\]);", html)
-    return start, shown, json.loads(script.group(1)), json.loads(script.group(2))
+    script = re.search(r"frames = (\[.*?\]), axes = (\[.*?\]), gone = (\{.*?\});", html)
+    return start, shown, json.loads(script.group(1)), json.loads(script.group(2))[-1][1]
 
 
 def test_static_frames_one_per_available_value_default_first():
@@ -103,7 +103,7 @@ def test_static_frames_one_per_available_value_default_first():
     assert frame.mode == "P"  # an opaque figure gets a palette (figure_png)
     # and keeps what the browser check reads its text size from: the smallest font and the dpi
     assert float(frame.text["gelib-min-font-pt"]) >= 8 and frame.info["dpi"][0] > 0
-    assert len(fr.skipped) == 1 and fr.skipped[0][0] == 2.5 and "beta" in fr.skipped[0][1]
+    assert len(fr.skipped) == 1 and fr.skipped[0][0] == "beta = 2.5" and "beta" in fr.skipped[0][1]
     assert plt.get_fignums() == []  # every frame's figure was closed
     html = fr.html()
     start, shown, others, labels = frames_of(html)
@@ -152,3 +152,90 @@ def test_static_explorer_displays_the_slider_then_the_widgets(monkeypatch):
     assert html.count(bundle["image/png"]) == 1 and frames_of(html)[0] == 0  # the default frame, also as a plain PNG
     if importlib.util.find_spec("ipywidgets"):
         assert len(rest) == 1 and not isinstance(rest[0][0], dict)  # the live widgets, below the slider
+
+
+def test_called_explorer_shows_the_figures_it_drew(monkeypatch):
+    """The drawing function need not call ``plt.show()``: the explorer shows what it drew, once."""
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(plt, "show", lambda *a, **k: shown.append(len(plt.get_fignums())))
+
+    def curve(beta):
+        plt.subplots()
+        plt.plot([0, beta])
+
+    ex = explorer(curve, show=False, beta=(1.0, 0.25, 2.0, 0.05))
+    ex(beta=1.5)
+    assert shown == [1]
+    ex = explorer(lambda beta: beta, show=False, beta=(1.0, 0.25, 2.0, 0.05))
+    assert ex(beta=0.5) == 0.5 and shown == [1]  # nothing drawn, nothing shown
+    plt.close("all")
+
+
+def draw_two(beta, n):
+    """A figure that depends on beta and n; beta > 2 is impossible, and so is beta = 2 at n = 32."""
+    import matplotlib.pyplot as plt
+
+    AttentionConfig(n=n, d=n, h=1, d_k=n, beta=beta if beta < 2 or (beta == 2 and n < 32) else -beta)
+    plt.subplots(figsize=(3, 2))
+    plt.plot([0, 1, 2], [0, beta, n])
+
+
+def test_static_layers_make_a_grid_of_frames_default_layer_first():
+    import matplotlib.pyplot as plt
+
+    ex = explorer(draw_two, show=False, beta=(1.0, 0.25, 3.0, 0.05), n=(8, 8, 64))
+    fr = ex.frames("beta", (0.5, 2.0, 2.5), ({"n": 16}, {"n": 32}))
+    assert fr.values == (0.5, 1.0, 2.0) and fr.layers == ("default", "n = 16", "n = 32") and fr.start == 1
+    kinds = [[type(p).__name__ for p in row] for row in fr.pngs]
+    assert kinds == [["bytes"] * 3, ["bytes"] * 3, ["bytes", "bytes", "str"]], kinds
+    pngs = [p for row in fr.pngs for p in row if isinstance(p, bytes)]
+    assert len(set(pngs)) == 8 and plt.get_fignums() == []  # 8 different figures, every one closed
+    # beta = 2.5 is no layer's: listed once; beta = 2 at n = 32 is listed with its layer
+    assert [s for s, _ in fr.skipped] == ["beta = 2.5", "n = 32, beta = 2"], fr.skipped
+    # the default layer's frames are those of the one-axis slider
+    assert fr.drawn == ex.frames("beta", (0.5, 2.0)).drawn
+    html = fr.html()
+    assert 'data-static-slider="layer, beta"' in html and 'data-frames="9"' in html
+    assert "8 precomputed frames, layer (default, n = 16, n = 32) by beta (0.5, 1, 2)" in html
+    start, shown, frames, labels = frames_of(html)
+    assert start == 0 and labels == ["0.5", "1", "2"]  # the first input is the layer's, at the default
+    assert shown.endswith(base64.b64encode(fr.pngs[0][1]).decode()) and frames[1] is None  # read from the <img>
+    assert frames[8] == "" and sum(bool(f) for f in frames) == 7  # n = 32, beta = 2: not available
+    gone = json.loads(re.search(r"gone = (\{.*?\});", html).group(1))
+    assert list(gone) == ["8"] and "beta must be positive" in gone["8"]
+    assert re.findall(r'<input type="range"[^>]* max="(\d+)" step="1" value="(\d+)"', html) == [("2", "0"), ("2", "1")]
+
+
+def test_static_layers_are_checked():
+    ex = explorer(draw_two, show=False, beta=(1.0, 0.25, 3.0, 0.05), n=(8, 8, 64))
+    with pytest.raises(ValueError, match="other parameters than 'beta'"):
+        ex.frames("beta", (0.5,), ({"beta": 2.0},))
+    with pytest.raises(ValueError, match="other parameters than 'beta'"):
+        ex.frames("beta", (0.5,), ({},))
+    with pytest.raises(TypeError, match="unknown explorer parameter 'd_k'"):
+        ex.frames("beta", (0.5,), ({"d_k": 8},))
+    with pytest.raises(ValueError, match="outside its slider"):
+        ex.frames("beta", (0.5,), ({"n": 128},))
+
+
+def test_a_grid_needs_a_frame_per_combination():
+    from bookrun.explore import grid_html
+
+    axes = [("layer", ["a", "b"], ": "), ("beta", ["1", "2"], " = ")]
+    with pytest.raises(ValueError, match="one frame per combination"):
+        grid_html(axes, [b"x"] * 3)
+    with pytest.raises(ValueError, match="drawn start frame"):
+        grid_html(axes, ["not drawn", b"x", b"x", b"x"], 0)
+
+
+def test_static_explorer_with_layers_displays_the_grid(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    explorer(draw_two, static=("beta", (1.5,), ({"n": 16},)), beta=(1.0, 0.25, 3.0, 0.05), n=(8, 8, 64))
+    bundle = shown[0][0]
+    assert bundle["text/plain"] == "<static slider over beta = 1, 1.5 at 2 layers (default; n = 16): 4 frames>"
+    assert 'data-static-slider="layer, beta"' in bundle["text/html"]

@@ -1,7 +1,11 @@
-"""The teaching page: its class plan adds up to 90 minutes, and every page and label it cites exists."""
+"""The teaching page: its class plan fills 80 of 90 minutes and says so, every page and label it cites
+exists, and every slider setting it shows is one the chapter's static slider precomputes."""
 
+import ast
 import re
 from pathlib import Path
+
+from bookrun.explore import value_label
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 PAGE = BOOK / "teaching.md"
@@ -41,10 +45,12 @@ def book_labels() -> set[str]:
     return labels
 
 
-def test_the_plan_adds_up_to_90_minutes():
-    minutes = plan_minutes(PAGE.read_text())
+def test_the_plan_fills_80_minutes_and_states_its_slack():
+    text = PAGE.read_text()
+    minutes = plan_minutes(text)
     assert len(minutes) >= 5 and all(m > 0 for m in minutes), minutes
-    assert sum(minutes) == 90, minutes
+    assert sum(minutes) == 80, minutes
+    assert "The plan fills 80 of the 90 minutes; the other 10 are slack" in text
 
 
 def test_every_cited_page_and_label_exists():
@@ -85,3 +91,65 @@ def test_the_exercises_handed_out_are_of_their_kind():
         cited = targets(section, "ref")
         assert len(cited) >= 4, cited
         assert {classes.get(label) for label in cited} == {kind}, {label: classes.get(label) for label in cited}
+
+
+def static_spec(chapter: str) -> tuple[list[str], list[str]]:
+    """The layer labels (``"default"`` first) and the ``beta`` labels of a chapter's static slider:
+    the ``static=("beta", values, layers)`` literal of its explorer cell, as the slider labels them."""
+    text = (BOOK / f"{chapter}.md").read_text()
+    start = text.index("static=(") + len("static=")
+    depth = 0
+    for end in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    name, values, *layers = ast.literal_eval(text[start : end + 1])
+    assert name == "beta", name
+    labels = ["default"] + [
+        ", ".join(f"{k} = {value_label(v)}" for k, v in layer.items()) for layer in (layers or [()])[0]
+    ]
+    return labels, [value_label(float(v)) for v in values]
+
+
+def shown_settings(text: str) -> dict[str, set[tuple[str, str]]]:
+    """``{chapter: {(layer, beta)}}`` of the explorers section: each explorer's paragraph links its
+    chapter, and each setting reads `` `layer: L`, `beta = B` `` (then `` `beta = B2` `` at the same layer)."""
+    section = text[text.index("## The explorers") : text.index("## Pen and paper")]
+    found: dict[str, set[tuple[str, str]]] = {}
+    for block in re.split(r"^(?=\*\*[A-Z]\. )", section, flags=re.M)[1:]:
+        chapter = re.search(r"\{doc\}`its chapter <([\w-]+)>`", block).group(1)
+        pairs = found.setdefault(chapter, set())
+        for m in re.finditer(r"`layer: ([^`]+)`,\s+`beta = ([\d.]+)`((?:,?\s+then\s+`beta = [\d.]+`)*)", block):
+            pairs |= {(m.group(1), b) for b in [m.group(2), *re.findall(r"`beta = ([\d.]+)`", m.group(3))]}
+    return found
+
+
+def test_every_slider_setting_of_the_plan_is_precomputed():
+    """A setting the page tells the teacher to show is a frame of that chapter's static slider (no kernel)."""
+    shown = shown_settings(PAGE.read_text())
+    assert set(shown) == {"denominator_replacement", "covariance_approximation", "query_substitution"}, shown
+    for chapter, pairs in shown.items():
+        layers, betas = static_spec(chapter)
+        assert len(layers) >= 2, f"{chapter}: its static slider has no layer beside the default"
+        missing = sorted((layer, b) for layer, b in pairs if layer not in layers or b not in betas)
+        assert not missing, f"{chapter}: the page shows {missing}, not among {layers} x {betas}"
+        assert {layer for layer, _ in pairs} == set(layers), f"{chapter}: a precomputed layer the plan never shows"
+    # the plan's breaking layers, as the page's prose names them
+    assert ("n = 64, d_k = 256", "1") in shown["denominator_replacement"]
+    assert {("d_k = 8", "1"), ("d_k = 8", "2"), ("n = 64, d_k = 256", "1")} <= shown["covariance_approximation"]
+    assert {("default", "2"), ("d_k = 8", "1")} <= shown["query_substitution"]
+
+
+def test_the_settings_reader_sees_what_it_checks():
+    sample = (
+        "## The explorers\n**A. X** ({doc}`its chapter <ch>`).\n* `layer: default`, `beta = 1`: holds.\n"
+        "* `layer: default`, `beta = 2`, then `beta = 2.5`: breaks.\n* `layer: d_k = 8`,\n  `beta = 1`.\n"
+        "## Pen and paper\n"
+    )
+    assert shown_settings(sample) == {"ch": {("default", "1"), ("default", "2"), ("default", "2.5"), ("d_k = 8", "1")}}
+    layers, betas = static_spec("covariance_approximation")
+    assert layers == ["default", "d_k = 8", "n = 64, d_k = 256"] and betas == ["0.5", "1", "1.5", "2"]
+
+
+def test_the_sheets_are_linked_from_the_page():
+    assert {"exercise_sheet", "solution_sheet"} <= targets(PAGE.read_text(), "doc")

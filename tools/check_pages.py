@@ -458,25 +458,33 @@ def check_page(book: Book, page: Path, dom: Dom, load: Load) -> list[tuple[str, 
 
 def check_sliders(static: Dom, dom: Dom, load: Load) -> list[tuple[str, str]]:
     """The findings for a page's ``#slider-check`` load: every static slider of the page's file moved
-    (the frame changed), its image changed (another ``src`` checksum) and the new image decoded."""
+    each of its axes in turn (``data-static-slider`` names them, comma-separated; each move is one
+    ``frame:checksum`` of ``data-check-after``), and each move changed the frame and the image
+    (another ``src`` checksum), and its new image decoded (``data-check-width``, one per move)."""
     if load.error:
         return [("slider", f"#slider-check load: {load.error}")]
     out = [("net", f"requested {url} (#slider-check load)") for url in load.requests]
     moved = {a.get("id"): a for a in dom.sliders}
     for i, a in enumerate(static.sliders):
-        what = f"slider {i + 1} over {a.get('data-static-slider') or '?'}"
+        axes = (a.get("data-static-slider") or "?").split(", ")
+        what = f"slider {i + 1} over {', '.join(axes)}"
         got = moved.get(a.get("id"), {})
         before, after = got.get("data-check-before"), got.get("data-check-after")
         if before is None or after is None:
             out.append(("slider", f"{what} did not report: its script did not run, or has no #slider-check hook"))
             continue
-        (f0, _, sum0), (f1, _, sum1) = before.partition(":"), after.partition(":")
-        if f0 == f1:
-            out.append(("slider", f"{what} did not move (frame {f0}; {a.get('data-frames', '?')} frame(s))"))
-        elif sum0 == sum1:
-            out.append(("slider", f"{what}: moving it from frame {f0} to {f1} left the image unchanged"))
-        elif got.get("data-check-width", "0") in ("", "0"):
-            out.append(("slider", f"{what}: the image of frame {f1} did not decode"))
+        states, widths = [before, *after.split()], got.get("data-check-width", "").split()
+        if len(states) != len(axes) + 1:
+            out.append(("slider", f"{what} reported {len(states) - 1} move(s) for {len(axes)} axes"))
+        for k, (prev, new) in enumerate(zip(states, states[1:])):
+            who = what if len(axes) == 1 else f"{what}, moving {axes[min(k, len(axes) - 1)]}"
+            (f0, _, sum0), (f1, _, sum1) = prev.partition(":"), new.partition(":")
+            if f0 == f1:
+                out.append(("slider", f"{who} did not move (frame {f0}; {a.get('data-frames', '?')} frame(s))"))
+            elif sum0 == sum1:
+                out.append(("slider", f"{who}: moving it from frame {f0} to {f1} left the image unchanged"))
+            elif (widths[k] if k < len(widths) else "0") == "0":
+                out.append(("slider", f"{who}: the image of frame {f1} did not decode"))
     return out
 
 
