@@ -14,6 +14,7 @@ import scipy.stats
 from gelib import learning_markers
 from gelib.keys import stream
 from gelib.numerics import checks as C
+from gelib.spectra import summarize
 
 #: The spread of the covariance chapter's per-seed shift of the mean eigenvalue at "ci" scale,
 #: relative to its prediction (0.79 % against 4.67 %, measured over 64 seeds).
@@ -97,7 +98,7 @@ def test_the_old_rule_is_the_level_its_quantile_says():
 @pytest.mark.xfail(strict=True, reason="'twice its 95 % interval' is 2 t_{0.975, N-1} SE, not 2 x 1.96")
 @pytest.mark.parametrize("seeds", [4, 8])
 def test_the_old_rule_catches_the_error_its_words_claim(seeds):
-    """"Within twice its 95 % interval" read as 2 x 1.96 standard errors claims to catch an error of
+    """ "Within twice its 95 % interval" read as 2 x 1.96 standard errors claims to catch an error of
     3.92 standard errors at least half the time; at 4 or 8 seeds it does not."""
     reps, claimed = 40_000, 2 * 1.96
     x = draws(seeds, reps, "claim", seeds) + claimed / math.sqrt(seeds)
@@ -111,8 +112,27 @@ def test_mean_test_numbers():
     assert math.isclose(t.z, 0.5 / t.se) and t.passes
     g = t.glue()
     assert g["seeds"] == 4 and math.isclose(g["tol_se"], C.t_quantile(4)) and math.isclose(g["level"], 0.1)
-    assert math.isclose(g["power"], 100 * C.catch_ncp(4) * t.se / 2.0)
+    assert math.isclose(g["power"], 100 * C.catch_ncp(4) * t.se / 2.0) and math.isclose(g["catch"], t.catch)
+    assert C.MeanTest.of(summarize([1.0, 2.0, 3.0, 4.0]), 2.0) == t
+    assert C.MeanTest(0.1, 0.1, 4, 0.0).power == math.inf
+    w = C.worst_of([t, C.MeanTest(0.0, 1.0, 2, 3.0)], unit=100)
+    assert w["z_max"] == 3.0 and w["tol_se"] == C.t_quantile(2) and w["catch"] == 100 * C.catch_ncp(2)
     with pytest.raises(ValueError):
         C.mean_test([1.0], 1.0)
     with pytest.raises(ValueError):
         C.catch_ncp(4, probability=1e-4)
+
+
+def test_mean_ratios_are_the_spectra_mean_ratios():
+    """gelib.spectra.mean_ratios (|Y|_F^2, no eigenvalues) against the eigenvalues of the same draws."""
+    from gelib import AttentionConfig, models, sampling, spectra
+
+    cfg = AttentionConfig(n=16, d=16, h=2, h_kv=2, d_k=8, d_v=8, d_o=16)
+    kernels, key = (models.kernel_f, models.kernel_g), stream(0, "checks", "ratios")
+    got = spectra.mean_ratios(kernels, cfg, key, 3)
+    for s, r in enumerate(got):
+        g = jax.random.normal(stream(key, "noise", s), (cfg.h, cfg.n, cfg.d_v))
+        y = models.gaussian_row_outputs(kernels, sampling.sample_fast(stream(key, "draw", s), cfg), g, cfg)
+        ev = [np.asarray(spectra.spectrum(y[i])) for i in range(2)]
+        assert math.isclose(r, ev[0].mean() / ev[1].mean(), rel_tol=1e-10)
+    assert len(set(got.tolist())) == 3

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.optimize
@@ -37,6 +38,7 @@ __all__ = [
     "seeds_to_catch",
     "twice_ci95_quantile",
     "level_of",
+    "worst_of",
 ]
 
 #: The level of each check of a mean against an exact prediction: a correct prediction fails
@@ -131,30 +133,52 @@ class MeanTest:
         return abs(self.mean - self.predicted) <= self.tolerance
 
     @property
+    def catch(self) -> float:
+        """The smallest error ``|mean - predicted|`` of the prediction, in the values' units, that the test
+        catches with probability :data:`CATCH_PROBABILITY`: :func:`catch_ncp` standard errors."""
+        return catch_ncp(self.seeds, self.level) * self.se
+
+    @property
     def power(self) -> float:
         """The smallest relative error of the prediction that the test catches with probability
-        :data:`CATCH_PROBABILITY`: :func:`catch_ncp` standard errors over ``|predicted|``."""
-        return catch_ncp(self.seeds, self.level) * self.se / abs(self.predicted)
+        :data:`CATCH_PROBABILITY`: :attr:`catch` over ``|predicted|`` (infinite for a prediction of 0)."""
+        return self.catch / abs(self.predicted) if self.predicted else math.inf
 
     @property
     def ci95(self) -> float:
         """The 95 % Student-t half-width of :attr:`mean`."""
         return t_quantile(self.seeds, 0.05) * self.se
 
+    @classmethod
+    def of(cls, summary, predicted: float, level: float = CHECK_LEVEL) -> MeanTest:
+        """The test of a summary over seeds (``mean``, ``std`` and ``count``, e.g.
+        :class:`gelib.spectra.Summary`) against ``predicted``."""
+        return cls(
+            float(summary.mean),
+            float(summary.std) / math.sqrt(summary.count),
+            int(summary.count),
+            float(predicted),
+            level,
+        )
+
     def catches(self, error: float, probability: float = CATCH_PROBABILITY) -> bool:
         """Whether the test catches a relative error ``error`` of the prediction with ``probability``."""
         return bool(catch_ncp(self.seeds, self.level, probability) * self.se <= error * abs(self.predicted))
 
-    def glue(self) -> dict:
-        """The numbers a chapter states beside the check: ``mean``, ``ci`` (95 % half-width), ``seeds``,
-        ``tol_se`` (:attr:`quantile`), ``z``, ``power`` (in % of the prediction) and ``level`` (in %)."""
+    def glue(self, unit: float = 1.0) -> dict:
+        """The numbers a chapter states beside the check: ``mean``, ``ci`` (95 % half-width) and
+        ``predicted``, each times ``unit`` (100: in %), ``seeds``, ``tol_se`` (:attr:`quantile`),
+        ``z``, ``power`` (in % of the prediction), ``catch`` (:attr:`catch`, times ``unit``) and
+        ``level`` (in %)."""
         return {
-            "mean": self.mean,
-            "ci": self.ci95,
+            "mean": unit * self.mean,
+            "ci": unit * self.ci95,
+            "predicted": unit * self.predicted,
             "seeds": self.seeds,
             "tol_se": self.quantile,
             "z": self.z,
             "power": 100 * self.power,
+            "catch": unit * self.catch,
             "level": 100 * self.level,
         }
 
@@ -173,3 +197,17 @@ def mean_test(values: ArrayLike, predicted: float, level: float = CHECK_LEVEL) -
     if v.size < 2:
         raise ValueError(f"{v.size} value(s): a standard error needs at least two")
     return MeanTest(float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)), int(v.size), float(predicted), level)
+
+
+def worst_of(tests: Sequence[MeanTest], unit: float = 1.0) -> dict:
+    """What a chapter states about several tests at once: the largest ``|z|`` (``z_max``), the largest
+    tolerance in standard errors (``tol_se``, that of the fewest seeds), the largest :attr:`MeanTest.catch`
+    times ``unit`` (``catch``: the least precise test's) and the level (``level``, in %); nan for no test."""
+    if not tests:
+        return dict.fromkeys(("z_max", "tol_se", "catch", "level"), math.nan)
+    return {
+        "z_max": max(abs(t.z) for t in tests),
+        "tol_se": max(t.quantile for t in tests),
+        "catch": unit * max(t.catch for t in tests),
+        "level": 100 * max(t.level for t in tests),
+    }
