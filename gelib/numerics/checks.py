@@ -1,18 +1,18 @@
 """The book's check of a measured mean against an exact prediction, as a stated test.
 
 A mean over ``N`` seeds is asserted against its prediction by a two-sided Student-t test
-at :data:`CHECK_LEVEL`: ``|mean - predicted| <= q se``, ``se`` the standard error over
+at :data:`~gelib.numerics.CHECK_LEVEL`: ``|mean - predicted| <= q se``, ``se`` the standard error over
 the seeds and ``q`` the ``1 - level / 2`` quantile of Student's t with ``N - 1`` degrees
-of freedom, the tolerance in standard errors (:attr:`MeanTest.quantile`). Its power is
+of freedom, the tolerance in standard errors (:attr:`~gelib.numerics.MeanTest.quantile`). Its power is
 stated as the smallest relative error of the prediction it catches
-(:attr:`MeanTest.power`): the error at which it fails with probability
-:data:`CATCH_PROBABILITY`, from the noncentral t law of the statistic, with the measured
+(:attr:`~gelib.numerics.MeanTest.power`): the error at which it fails with probability
+:data:`~gelib.numerics.checks.CATCH_PROBABILITY`, from the noncentral t law of the statistic, with the measured
 standard error standing for the true one. The learning markers use the same level and
 the same reading (:data:`gelib.learning_markers.MARKER_LEVEL`).
 
 The rule the book used before, "within twice its 95 % interval", is
-``2 t_{0.975, N-1}`` standard errors (:func:`twice_ci95_quantile`): 6.4 at 4 seeds and
-4.7 at 8, a two-sided level of 0.8 % and 0.2 % (:func:`level_of`), not the 2 x 1.96 its
+``2 t_{0.975, N-1}`` standard errors (:func:`~gelib.numerics.checks.twice_ci95_quantile`): 6.4 at 4 seeds and
+4.7 at 8, a two-sided level of 0.8 % and 0.2 % (:func:`~gelib.numerics.checks.level_of`), not the 2 x 1.96 its
 words suggest.
 """
 
@@ -46,7 +46,7 @@ __all__ = [
 #: so ``M`` such checks fail by chance in at most ``M / 1000`` of the runs.
 CHECK_LEVEL = 1e-3
 
-#: The probability with which a check catches the error its power states (:attr:`MeanTest.power`).
+#: The probability with which a check catches the error its power states (:attr:`~gelib.numerics.MeanTest.power`).
 CATCH_PROBABILITY = 0.5
 
 
@@ -70,7 +70,7 @@ def rejection_probability(ncp: float, seeds: int, level: float = CHECK_LEVEL) ->
 
 def catch_ncp(seeds: int, level: float = CHECK_LEVEL, probability: float = CATCH_PROBABILITY) -> float:
     """The error, in true standard errors, that the test over ``seeds`` values catches with ``probability``
-    (:func:`rejection_probability` solved for ``ncp``)."""
+    (:func:`~gelib.numerics.checks.rejection_probability` solved for ``ncp``)."""
     if not level < probability < 1:
         raise ValueError(f"probability = {probability}: between the level {level} and 1")
     q = t_quantile(seeds, level)
@@ -114,7 +114,7 @@ class MeanTest:
 
     @property
     def quantile(self) -> float:
-        """The tolerance in standard errors (:func:`t_quantile`)."""
+        """The tolerance in standard errors (:func:`~gelib.numerics.checks.t_quantile`)."""
         return t_quantile(self.seeds, self.level)
 
     @property
@@ -135,18 +135,20 @@ class MeanTest:
     @property
     def catch(self) -> float:
         """The smallest error ``|mean - predicted|`` of the prediction, in the values' units, that the test
-        catches with probability :data:`CATCH_PROBABILITY`: :func:`catch_ncp` standard errors."""
+        catches with probability :data:`~gelib.numerics.checks.CATCH_PROBABILITY`:
+        :func:`~gelib.numerics.checks.catch_ncp` standard errors."""
         return catch_ncp(self.seeds, self.level) * self.se
 
     @property
     def power(self) -> float:
         """The smallest relative error of the prediction that the test catches with probability
-        :data:`CATCH_PROBABILITY`: :attr:`catch` over ``|predicted|`` (infinite for a prediction of 0)."""
+        :data:`~gelib.numerics.checks.CATCH_PROBABILITY`: :attr:`catch` over ``|predicted|`` (infinite
+        for a prediction of 0)."""
         return self.catch / abs(self.predicted) if self.predicted else math.inf
 
     @property
     def ci95(self) -> float:
-        """The 95 % Student-t half-width of :attr:`mean`."""
+        """The 95 % Student-t half-width of ``mean``."""
         return t_quantile(self.seeds, 0.05) * self.se
 
     @classmethod
@@ -192,7 +194,8 @@ class MeanTest:
 
 
 def mean_test(values: ArrayLike, predicted: float, level: float = CHECK_LEVEL) -> MeanTest:
-    """The :class:`MeanTest` of ``values`` (one per seed, any shape, flattened) against ``predicted``."""
+    """The :class:`~gelib.numerics.MeanTest` of ``values`` (one per seed, any shape, flattened) against
+    ``predicted``."""
     v = np.asarray(values, dtype=np.float64).ravel()
     if v.size < 2:
         raise ValueError(f"{v.size} value(s): a standard error needs at least two")
@@ -201,8 +204,9 @@ def mean_test(values: ArrayLike, predicted: float, level: float = CHECK_LEVEL) -
 
 def worst_of(tests: Sequence[MeanTest], unit: float = 1.0) -> dict:
     """What a chapter states about several tests at once: the largest ``|z|`` (``z_max``), the largest
-    tolerance in standard errors (``tol_se``, that of the fewest seeds), the largest :attr:`MeanTest.catch`
-    times ``unit`` (``catch``: the least precise test's) and the level (``level``, in %); nan for no test."""
+    tolerance in standard errors (``tol_se``, that of the fewest seeds), the largest
+    :attr:`~gelib.numerics.MeanTest.catch` times ``unit`` (``catch``: the least precise test's) and the
+    level (``level``, in %); nan for no test."""
     if not tests:
         return dict.fromkeys(("z_max", "tol_se", "catch", "level"), math.nan)
     return {
