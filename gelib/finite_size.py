@@ -177,7 +177,7 @@ class TableRow:
     @property
     def shift_test(self) -> MeanTest:
         """:attr:`shift` against :attr:`shift_exact` (nan where not known), a two-sided Student-t test at
-        :data:`~gelib.numerics.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
+        :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
         return MeanTest.of(self.shift, math.nan if self.shift_exact is None else self.shift_exact)
 
     @property
@@ -408,7 +408,7 @@ class BudgetRow:
     @property
     def test(self) -> MeanTest:
         """The measured shift against the prediction, a two-sided Student-t test at
-        :data:`~gelib.numerics.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
+        :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
         return MeanTest.of(self.measured, self.predicted)
 
     @property

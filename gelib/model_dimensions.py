@@ -239,7 +239,7 @@ class MeasuredRow:
     @property
     def shift_test(self) -> MeanTest:
         """The mean shift against the exact expectation, a two-sided Student-t test at
-        :data:`~gelib.numerics.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
+        :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
         return MeanTest.of(self.shift_summary, self.shift_exact)
 
     @property

@@ -421,7 +421,7 @@ class MomentCheck:
 
     def bias_test(self, n: int | None = None) -> MeanTest:
         """The relative error at ``n`` (default: the largest) against the exact bias, a two-sided Student-t
-        test at :data:`~gelib.numerics.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`); needs a bias."""
+        test at :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`); needs a bias."""
         if self.bias is None:
             raise ValueError(f"{self.model} m_{self.k}: no bias is predicted")
         n = n or self.ns[-1]
@@ -458,7 +458,7 @@ class MomentCheck:
         """The checks that fail (empty if none), with ``ci`` a 95 % half-width over seeds:
 
         * *bias* (where predicted), at every size: :meth:`bias_test` passes (a two-sided Student-t
-          test at :data:`~gelib.numerics.CHECK_LEVEL`);
+          test at :data:`~gelib.numerics.checks.CHECK_LEVEL`);
         * *decay*: ``|mean| <= 2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p`` at the largest ``n``,
           from the smallest ``n_0``: the error shrinks at least at the predicted rate;
         * *rate* (two sizes or more): ``|slope + p| <= 2 ci95`` if ``exact``, else

@@ -1,7 +1,7 @@
 """The book's check of a measured mean against an exact prediction, as a stated test.
 
 A mean over ``N`` seeds is asserted against its prediction by a two-sided Student-t test
-at :data:`~gelib.numerics.CHECK_LEVEL`: ``|mean - predicted| <= q se``, ``se`` the standard error over
+at :data:`~gelib.numerics.checks.CHECK_LEVEL`: ``|mean - predicted| <= q se``, ``se`` the standard error over
 the seeds and ``q`` the ``1 - level / 2`` quantile of Student's t with ``N - 1`` degrees
 of freedom, the tolerance in standard errors (:attr:`~gelib.numerics.MeanTest.quantile`). Its power is
 stated as the smallest relative error of the prediction it catches
@@ -41,9 +41,9 @@ __all__ = [
     "worst_of",
 ]
 
-#: The level of each check of a mean against an exact prediction: a correct prediction fails
-#: with probability ``10^{-3}`` (as each learning marker, :data:`gelib.learning_markers.MARKER_LEVEL`),
-#: so ``M`` such checks fail by chance in at most ``M / 1000`` of the runs.
+#: The level of each check of a mean against an exact prediction, so that a correct prediction
+#: fails with probability ``10^{-3}`` (as each learning marker, :data:`gelib.learning_markers.MARKER_LEVEL`)
+#: and ``M`` such checks fail by chance in at most ``M / 1000`` of the runs.
 CHECK_LEVEL = 1e-3
 
 #: The probability with which a check catches the error its power states (:attr:`~gelib.numerics.MeanTest.power`).
