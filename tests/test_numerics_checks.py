@@ -136,3 +136,21 @@ def test_mean_ratios_are_the_spectra_mean_ratios():
         ev = [np.asarray(spectra.spectrum(y[i])) for i in range(2)]
         assert math.isclose(r, ev[0].mean() / ev[1].mean(), rel_tol=1e-10)
     assert len(set(got.tolist())) == 3
+
+
+def test_a_fitted_slope_is_tested_as_its_t_statistic():
+    """MeanTest.of_fit against scipy's regression: same standard error, and on true slopes it fails at
+    the level (Monte Carlo over pooled fits of 3 sizes x 4 seeds)."""
+    from gelib.numerics import fit_power_law
+
+    ns, reps = np.repeat([64.0, 128.0, 256.0], 4), 20_000
+    noise = draws(ns.size, reps, "slope")
+    t = C.MeanTest.of_fit(fit_power_law(ns, ns**-1.0 * np.exp(0.1 * noise[0])), -1.0)
+    reg = scipy.stats.linregress(np.log(ns), -np.log(ns) + 0.1 * noise[0])
+    assert t.seeds - 1 == ns.size - 2 and math.isclose(t.se, reg.stderr, rel_tol=1e-9)
+    x = np.log(ns) - np.log(ns).mean()
+    slopes = -1.0 + 0.1 * (noise @ x) / (x @ x)  # the least-squares slopes of every repetition
+    resid = 0.1 * noise - 0.1 * noise.mean(axis=1, keepdims=True) - np.outer(slopes + 1.0, x)
+    se = np.sqrt((resid**2).sum(axis=1) / (ns.size - 2) / (x @ x))
+    q = C.t_quantile(t.seeds, 0.05)  # at 5 %, where 20 000 repetitions resolve the rate
+    assert within(int((np.abs(slopes + 1.0) > q * se).sum()), reps, 0.05)

@@ -163,6 +163,17 @@ class MeanTest:
             level,
         )
 
+    @classmethod
+    def of_fit(cls, fit, predicted: float, level: float = CHECK_LEVEL) -> MeanTest:
+        """The test of a fitted slope (``slope``, its 95 % half-width ``ci95`` and its Student-t degrees of
+        freedom ``dof``, e.g. :class:`~gelib.numerics.PowerFit`) against ``predicted``: the statistic
+        ``(slope - predicted) / se`` is Student's t with ``dof`` degrees of freedom, so the test is that of
+        a mean over ``dof + 1`` values (``seeds``), and :attr:`catch` is in units of the slope."""
+        if fit.dof is None or fit.dof < 1:
+            raise ValueError(f"a fit with dof = {fit.dof}: no Student-t test")
+        se = float(fit.ci95) / t_quantile(fit.dof + 1, 0.05)
+        return cls(float(fit.slope), se, int(fit.dof) + 1, float(predicted), level)
+
     def catches(self, error: float, probability: float = CATCH_PROBABILITY) -> bool:
         """Whether the test catches a relative error ``error`` of the prediction with ``probability``."""
         return bool(catch_ncp(self.seeds, self.level, probability) * self.se <= error * abs(self.predicted))
