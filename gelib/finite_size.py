@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .models import STEPS, centering_shift_exact, denominator_shift_exact, mha_shift_exact, sigma_mean_ratio
+from .numerics import MeanTest
 from .presets import PRESETS, Preset, get_preset
 from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
 
@@ -172,6 +173,17 @@ class TableRow:
         """
         ours, paper, z = (self.ks, self.paper_ks, self.z_ks) if ks else (self.rel, self.paper, self.z)
         return None if z is None or paper is None else 2 * math.hypot(ours.ci95, paper[1])
+
+    @property
+    def shift_test(self) -> MeanTest:
+        """:attr:`shift` against :attr:`shift_exact` (nan where not known), a two-sided Student-t test at
+        :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
+        return MeanTest.of(self.shift, math.nan if self.shift_exact is None else self.shift_exact)
+
+    @property
+    def reference_test(self) -> MeanTest:
+        """:attr:`reference_mean` against 1 (``Y^G``'s mean eigenvalue is unbiased), the same test."""
+        return MeanTest.of(self.reference_mean, 1.0)
 
     @property
     def reference_mean(self) -> Summary:
@@ -394,9 +406,15 @@ class BudgetRow:
     predicted: float
 
     @property
+    def test(self) -> MeanTest:
+        """The measured shift against the prediction, a two-sided Student-t test at
+        :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`)."""
+        return MeanTest.of(self.measured, self.predicted)
+
+    @property
     def agrees(self) -> bool:
-        """``|measured - predicted| <= 2 ci95``: the prediction is exact, only the seeds' interval is allowed."""
-        return abs(self.measured.mean - self.predicted) <= 2 * self.measured.ci95
+        """:attr:`test` passes: the prediction is exact, only the seeds' spread is allowed."""
+        return self.test.passes
 
     def __str__(self) -> str:
         return (
@@ -419,7 +437,7 @@ def step_predictions(cfg: AttentionConfig) -> dict[str, float]:
     Gaussian-rows and query-substitution steps 0 (their models' rows have the same
     covariance). The steps multiply, so the total is ``prod(1 + predicted) - 1``, which
     is :func:`gelib.models.mha_shift_exact`. Nothing is allowed for neglected orders: the
-    only tolerance is the seed interval (:attr:`BudgetRow.agrees`), which also covers the difference
+    only tolerance is the seeds' spread (:attr:`BudgetRow.agrees`), which also covers the difference
     between a mean of per-seed ratios and this ratio of expectations (second order in
     one seed's relative fluctuation of the mean eigenvalue).
     """
@@ -459,12 +477,17 @@ def shift_budget(spectra: Mapping[str, np.ndarray], cfg: AttentionConfig) -> lis
 
 
 def budget_markdown(rows: list[BudgetRow]) -> str:
-    """The budget as a Markdown table: step, models, measured shift (mean ± 95 %), prediction."""
-    lines = ["| step | models | measured shift (%) | predicted (%) |", "|---|---|---|---|"]
+    """The budget as a Markdown table: step, models, measured shift (mean ± 95 %), prediction, and the
+    check (:attr:`BudgetRow.test`): its tolerance in standard errors and the error it catches half the time."""
+    lines = [
+        "| step | models | measured shift (%) | predicted (%) | tolerance (SE) | catches (points) |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
+        t = r.test
         lines.append(
             f"| {r.step.replace('_', ' ')} | {r.earlier} / {r.later} | {r.measured.mean:+.2f} ± {r.measured.ci95:.2f} "
-            f"| {r.predicted:+.2f} |"
+            f"| {r.predicted:+.2f} | {t.quantile:.2f} | {t.catch:.2f} |"
         )
     return "\n".join(lines)
 

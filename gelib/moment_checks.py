@@ -33,7 +33,7 @@ from .finite_size import step_predictions
 from .freeprob import Law, ToLaw, shape_to_law
 from .keys import stream
 from .models import STEPS, mha_shift_exact
-from .numerics import PowerFit, fit_power_law
+from .numerics import MeanTest, PowerFit, fit_power_law
 from .spectra import Summary, model_spectra, summarize
 
 __all__ = [
@@ -419,14 +419,25 @@ class MomentCheck:
         """The relative error at ``n`` (default: the largest): mean and 95 % half-width over seeds."""
         return summarize(self.errors[self.ns.index(n or self.ns[-1])])
 
+    def bias_test(self, n: int | None = None) -> MeanTest:
+        """The relative error at ``n`` (default: the largest) against the exact bias, a two-sided Student-t
+        test at :data:`~gelib.numerics.checks.CHECK_LEVEL` (:class:`~gelib.numerics.MeanTest`); needs a bias."""
+        if self.bias is None:
+            raise ValueError(f"{self.model} m_{self.k}: no bias is predicted")
+        n = n or self.ns[-1]
+        return MeanTest.of(self.at(n), float(self.bias[self.ns.index(n)]))
+
     def percent_at(self, n: int | None = None) -> dict[str, float]:
         """The relative error at ``n`` (default: the largest) in per cent: ``rel`` (mean over seeds),
-        ``ci`` (its 95 % half-width) and, where the bias is predicted, ``pred`` (the exact bias)."""
+        ``ci`` (its 95 % half-width) and, where the bias is predicted, ``pred`` (the exact bias), and
+        the bias check's tolerance in standard errors ``tol_se`` and the error it catches half the time
+        ``catch`` (in percentage points, :meth:`bias_test`)."""
         n = n or self.ns[-1]
         at = self.at(n)
         out = {"rel": 100 * at.mean, "ci": 100 * at.ci95}
         if self.bias is not None:
-            out["pred"] = 100 * float(self.bias[self.ns.index(n)])
+            test = self.bias_test(n)
+            out |= {"pred": 100 * test.predicted, "tol_se": test.quantile, "catch": 100 * test.catch}
         return out
 
     @property
@@ -446,7 +457,8 @@ class MomentCheck:
     def failures(self) -> list[str]:
         """The checks that fail (empty if none), with ``ci`` a 95 % half-width over seeds:
 
-        * *bias* (where predicted), at every size: ``|mean - bias| <= 2 ci``;
+        * *bias* (where predicted), at every size: :meth:`bias_test` passes (a two-sided Student-t
+          test at :data:`~gelib.numerics.checks.CHECK_LEVEL`);
         * *decay*: ``|mean| <= 2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p`` at the largest ``n``,
           from the smallest ``n_0``: the error shrinks at least at the predicted rate;
         * *rate* (two sizes or more): ``|slope + p| <= 2 ci95`` if ``exact``, else
@@ -455,7 +467,7 @@ class MomentCheck:
         out, name = [], f"{self.model} m_{self.k}"
         for i, n in enumerate(self.ns):
             s = self.at(n)
-            if self.bias is not None and abs(s.mean - self.bias[i]) > 2 * s.ci95:
+            if self.bias is not None and not self.bias_test(n).passes:
                 out.append(f"{name} at n = {n}: {s.mean:+.4f} ± {s.ci95:.4f}, predicted {self.bias[i]:+.4f}")
         hi, bound = self.at(), self.decay_bound()
         if abs(hi.mean) > bound:

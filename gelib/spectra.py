@@ -57,10 +57,11 @@ import scipy.stats
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
-from .models import attention, head_outputs, mha_shift_exact, output, scores
+from .keys import stream
+from .models import attention, gaussian_row_outputs, head_outputs, mha_shift_exact, output, scores
 from .models.construction import check_models
 from .numerics import PowerFit, host_linalg
-from .sampling import sample
+from .sampling import sample, sample_fast
 
 __all__ = [
     "gram",
@@ -86,6 +87,7 @@ __all__ = [
     "summarize",
     "MeanCheck",
     "mean_check",
+    "mean_ratios",
     "Comparison",
     "compare",
     "edge_scale",
@@ -675,6 +677,24 @@ def mean_check(spectra: ArrayLike, cfg: AttentionConfig) -> MeanCheck:
     exact = cfg.first_moment * (1 + (0.0 if cfg.tie_kv else mha_shift_exact(cfg.n, cfg.d_k, cfg.beta)))
     tol = scipy.stats.t.ppf(0.995, s.count - 1) * s.std / np.sqrt(s.count) / exact + cfg.tie_kv / np.sqrt(cfg.n)
     return MeanCheck(s, (s.mean - exact) / exact, float(tol))
+
+
+def mean_ratios(kernels: tuple, cfg: AttentionConfig, key: jax.Array, seeds: int) -> np.ndarray:
+    """Per seed, the ratio of the mean eigenvalues of ``Y^G[Sigma_a]`` and ``Y^G[Sigma_b]``, ``kernels = (a, b)``.
+
+    Seed ``s`` draws the layer ``sample_fast(stream(key, "draw", s), cfg)`` and one Gaussian ``G``
+    (``(h, n, d_v)``) from ``stream(key, "noise", s)``, shared by both outputs
+    (:func:`gelib.models.gaussian_row_outputs`). The mean eigenvalue of ``Y Y^T / n`` is
+    ``|Y|_F^2 / n^2``, so no eigenvalue is computed: a check of the shift alone can afford many
+    more seeds than the spectra. Returns ``(seeds,)``.
+    """
+    out = []
+    for s in range(seeds):
+        g = jax.random.normal(stream(key, "noise", s), (cfg.h, cfg.n, cfg.d_v))
+        y = np.asarray(gaussian_row_outputs(kernels, sample_fast(stream(key, "draw", s), cfg), g, cfg))
+        a, b = np.sum(y * y, axis=(1, 2))
+        out.append(a / b)
+    return np.array(out)
 
 
 @dataclasses.dataclass
