@@ -238,8 +238,9 @@ def _wrap_titles(fig: Figure) -> None:
     renderer = get_renderer()
     # each axes' title against its axes, and the figure's own title (suptitle) against the figure
     titles = [(ax.title, ax.get_window_extent(renderer).width) for ax in fig.axes]
-    if fig._suptitle is not None:
-        titles.append((fig._suptitle, fig.bbox.width))
+    suptitle = getattr(fig, "_suptitle", None)  # the Text of fig.suptitle (matplotlib has no public getter)
+    if suptitle is not None:
+        titles.append((suptitle, fig.bbox.width))
     for title, room in titles:
         text = title.get_text()
         if not text or "\n" in text or not title.get_visible():
