@@ -176,3 +176,20 @@ def test_a_figure_title_wider_than_the_figure_is_broken_and_fitted():
         assert image.size[0] / 100 <= gp.MAX_WIDTH_IN + 2 * plt.rcParams["savefig.pad_inches"] + 0.02, image.size
     finally:
         plt.close(fig)
+
+
+def test_fitting_is_idempotent_where_the_tight_box_cannot_be_narrowed():
+    """Text placed in the figure's own coordinates narrows with the figure, so its tight box may never
+    reach the column: the figure then keeps its size, and two PNGs of it are the same bytes (a glued
+    figure and its display must be one file: the front page shows the glued one)."""
+    fig = plt.figure(figsize=(gp.MAX_WIDTH_IN, 4.0))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    for y in (0.2, 0.5, 0.8):
+        ax.text(0.98, y, "a label that runs far past the right edge of the figure", fontsize=9)
+    try:
+        first = gp.book_png(fig, dpi=50)
+        assert gp.book_png(fig, dpi=50) == first
+        assert tuple(fig.get_size_inches()) == (gp.MAX_WIDTH_IN, 4.0)
+    finally:
+        plt.close(fig)

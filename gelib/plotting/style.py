@@ -202,18 +202,29 @@ def _tight_width_in(fig: Figure) -> float | None:
     return float(fig.get_tightbbox(get_renderer()).width)
 
 
-def _fit_tight_width(fig: Figure, tries: int = 3) -> None:
-    """Narrow ``fig`` until its tight box is at most :data:`~gelib.plotting.style.MAX_WIDTH_IN` wide: what
-    sticks out of the figure keeps its size in points, so the figure loses the excess, not a ratio."""
+def _fit_tight_width(fig: Figure, tries: int = 5) -> None:
+    """Narrow ``fig`` until its tight box is at most :data:`~gelib.plotting.style.MAX_WIDTH_IN` wide. What
+    sticks out of the figure keeps its size in points while the axes narrow with the figure, so the
+    tight width is close to linear in the figure's width: secant steps on that line, the first one
+    taking off the excess. Where that does not converge in ``tries`` (text placed in the figure's own
+    coordinates narrows with it), or would crush the figure below half its width, the figure keeps
+    its size: fitting twice gives the same PNG."""
+    size = fig.get_size_inches().copy()
+    h = size[1]
+    w, tight = size[0], _tight_width_in(fig)
+    prev = None
     for _ in range(tries):
-        tight = _tight_width_in(fig)
         if tight is None or tight <= MAX_WIDTH_IN * 1.001:
             return
-        w, h = fig.get_size_inches()
-        new_w = w - (tight - MAX_WIDTH_IN)
-        if new_w <= 0.5 * w:  # most of it outside the figure: leave it rather than crush the axes
-            return
+        slope = 1.0 if prev is None or prev[1] == tight else (tight - prev[1]) / (w - prev[0])
+        new_w = w - (tight - MAX_WIDTH_IN) / max(slope, 0.1)
+        if new_w <= 0.5 * size[0]:
+            break
+        prev = (w, tight)
         fig.set_size_inches(new_w, h)
+        w, tight = new_w, _tight_width_in(fig)
+    if tight is not None and tight > MAX_WIDTH_IN * 1.001:
+        fig.set_size_inches(*size)
 
 
 def _break_line(text: str) -> str | None:
