@@ -405,7 +405,8 @@ class Reading:
 #:   ``h d_V = d_O``, the end-of-training error is infinite and the noise term grows like
 #:   ``sigma^2 sqrt(t)``, so only that product is identified;
 #: * ``horizon = 1e4``, a convention, bounded below: Figure 2(d)'s ratio reaches Table D.1's
-#:   value in ``beta`` in ``[0.25, 2.5]`` only for ``t`` of a few thousand or more.
+#:   value in ``beta`` on :data:`gelib.figure_data.D2_BETA_RANGE` only for ``t`` of a few thousand
+#:   or more.
 TABLE_D1_READING = Reading(epsilon=1e-4, sigma=0.25, horizon=1e4)
 
 
