@@ -513,14 +513,21 @@ def shrink(cfg: AttentionConfig, s: float) -> AttentionConfig:
     return cfg.replace(n=n, d=d, d_o=d_o, h=h, h_kv=h_kv)
 
 
-def scale_note(scale: str, n: int, n_paper: int = 4096) -> str:
+def scale_note(scale: str, n: int, n_paper: int = 4096, markers: bool = True) -> str:
     """The figure subtitle: curves at Table D.3's dimensions, markers at the scale's ``n`` (``n_paper`` there).
+
+    ``markers=False``: for a figure drawn at Table D.3's dimensions only, with no markers and no
+    curve of the shrunk layers (the map of Figure 2(b)).
 
     >>> scale_note("ci", 256)
     'scale ci: curves at Table D.3, markers (and dashed) at n = 256, Table D.3 × 1/16'
     >>> scale_note("paper", 4096)
     'scale paper: curves and markers at Table D.3 (n = 4096)'
+    >>> scale_note("ci", 256, markers=False)
+    'scale ci: at Table D.3 (n = 4096), no markers'
     """
+    if not markers:
+        return f"scale {scale}: at Table D.3 (n = {n_paper}), no markers"
     s = n / n_paper
     if s == 1:
         return f"scale {scale}: curves and markers at Table D.3 (n = {n})"
