@@ -63,7 +63,7 @@ from .learning import (
     shrink,
     training_loss,
 )
-from .learning_markers import LimitLaws, SoftmaxSpectra, simulation_seconds
+from .learning_markers import LimitLaws, SoftmaxSpectra, predicted_shift, simulation_seconds
 from .presets import TABLE_D1
 from .spectra import summarize
 
@@ -83,7 +83,9 @@ __all__ = [
     "d1_temperature",
     "D2_BETA_RANGE",
     "D2_ROOT_GRID",
+    "D2_PEAK_BETAS",
     "ratio_2d",
+    "d2_shift",
     "level_roots",
     "d2_roots",
     "d2_betas",
@@ -512,6 +514,13 @@ D2_BETA_RANGE = (0.005, 2.5)
 D2_ROOT_GRID = tuple(float(b) for b in np.geomspace(*D2_BETA_RANGE, 13))
 
 
+#: Four more temperatures of Figure 2(d)'s drawn curve, where it bends most: around the peak of the ratio
+#: between the two temperatures of Table D.1's value (near 0.135 and 0.345), which :data:`D2_ROOT_GRID`
+#: holds only at 0.188, so that a line straight between the drawn points does not cut the peak. Each
+#: costs two limit laws at Table D.3's dimensions, under 2 s on one CPU core.
+D2_PEAK_BETAS = (0.16, 0.22, 0.25, 0.28)
+
+
 def ratio_2d(beta: float, laws: LimitLaws | None = None, reading: Reading = TABLE_D1_READING) -> float:
     """Figure 2(d)'s GE ratio at ``beta``: the coefficient errors of ``(d_K, d_V) = (64, 192)`` over
     ``(128, 128)`` at Table D.3's dimensions, read as ``reading`` says (``laws``: a
@@ -519,6 +528,23 @@ def ratio_2d(beta: float, laws: LimitLaws | None = None, reading: Reading = TABL
     laws = LimitLaws(1e-9) if laws is None else laws
     a, b = _ratio_pair(float(beta))
     return _read_error(laws(a), a, reading) / _read_error(laws(b), b, reading)
+
+
+def d2_shift(beta: float, laws: LimitLaws | None = None, reading: Reading = TABLE_D1_READING) -> dict[str, float]:
+    """Where Figure 2(d)'s softmax markers at Table D.3's dimensions should sit, if the first-moment
+    shift is all that moves them: the GE ratio (:func:`ratio_2d`) at ``beta`` against the same ratio on
+    the two layers' limit laws shifted each by its own ``b(8192, d_K)``
+    (:meth:`~gelib.learning_markers.LimitLaws.shifted`). Returns, in per cent, ``b-wide`` and
+    ``b-equal`` (the shifts of ``(64, 192)`` and ``(128, 128)``) and ``change`` (the shifted ratio
+    over the GE ratio, minus 1), and ``bars``: ``|change|`` over Table D.1's relative bar of 2(d)."""
+    laws = LimitLaws(1e-9) if laws is None else laws
+    pair = _ratio_pair(float(beta))
+    shifted = [laws.shifted(c) for c in pair]
+    ratio = _read_error(shifted[0], pair[0], reading) / _read_error(shifted[1], pair[1], reading)
+    change = 100 * (ratio / ratio_2d(beta, laws, reading) - 1)
+    (bar,) = (row.relative for row in TABLE_D1 if row.panel == "2d")
+    b_wide, b_equal = (100 * b for b in map(predicted_shift, pair) if b is not None)  # both untied: two shifts
+    return {"b-wide": b_wide, "b-equal": b_equal, "change": change, "bars": abs(change) / bar}
 
 
 def level_roots(f: Callable[[float], float], grid: Sequence[float], level: float, xtol: float = 1e-6) -> list[float]:
@@ -563,13 +589,13 @@ def d2_betas(
 ) -> list[float]:
     """The inverse temperatures at which Figure 2(d)'s curve is drawn: ``points`` evenly spaced in
     ``log beta`` over :data:`D2_BETA_RANGE`, :data:`D2_ROOT_GRID` (whose laws :func:`d2_roots` has
-    computed), every root of ``roots`` (:func:`d2_roots`) and ``extra`` (the markers'
-    temperatures), sorted, points within a relative ``1e-9`` of each other taken once, so that the
-    drawn curve passes through the marked temperatures exactly."""
+    computed), :data:`D2_PEAK_BETAS` (around the peak), every root of ``roots`` (:func:`d2_roots`)
+    and ``extra`` (the markers' temperatures), sorted, points within a relative ``1e-9`` of each
+    other taken once, so that the drawn curve passes through the marked temperatures exactly."""
     grid = np.geomspace(*D2_BETA_RANGE, points) if points > 1 else np.array(D2_BETA_RANGE)
     marked = [float(b) for r in roots.values() for b in r] + [float(b) for b in extra]
     out: list[float] = []
-    for b in sorted([*marked, *D2_ROOT_GRID, *(float(b) for b in grid)]):
+    for b in sorted([*marked, *D2_ROOT_GRID, *D2_PEAK_BETAS, *(float(b) for b in grid)]):
         if out and b - out[-1] <= 1e-9 * b:
             if b in marked:  # a marked temperature is kept exactly
                 out[-1] = b

@@ -405,7 +405,8 @@ class Reading:
 #:   ``h d_V = d_O``, the end-of-training error is infinite and the noise term grows like
 #:   ``sigma^2 sqrt(t)``, so only that product is identified;
 #: * ``horizon = 1e4``, a convention, bounded below: Figure 2(d)'s ratio reaches Table D.1's
-#:   value in ``beta`` in ``[0.25, 2.5]`` only for ``t`` of a few thousand or more.
+#:   value in ``beta`` on :data:`gelib.figure_data.D2_BETA_RANGE` only for ``t`` of a few thousand
+#:   or more.
 TABLE_D1_READING = Reading(epsilon=1e-4, sigma=0.25, horizon=1e4)
 
 
@@ -512,14 +513,21 @@ def shrink(cfg: AttentionConfig, s: float) -> AttentionConfig:
     return cfg.replace(n=n, d=d, d_o=d_o, h=h, h_kv=h_kv)
 
 
-def scale_note(scale: str, n: int, n_paper: int = 4096) -> str:
+def scale_note(scale: str, n: int, n_paper: int = 4096, markers: bool = True) -> str:
     """The figure subtitle: curves at Table D.3's dimensions, markers at the scale's ``n`` (``n_paper`` there).
+
+    ``markers=False``: for a figure drawn at Table D.3's dimensions only, with no markers and no
+    curve of the shrunk layers (the map of Figure 2(b)).
 
     >>> scale_note("ci", 256)
     'scale ci: curves at Table D.3, markers (and dashed) at n = 256, Table D.3 × 1/16'
     >>> scale_note("paper", 4096)
     'scale paper: curves and markers at Table D.3 (n = 4096)'
+    >>> scale_note("ci", 256, markers=False)
+    'scale ci: at Table D.3 (n = 4096), no markers'
     """
+    if not markers:
+        return f"scale {scale}: at Table D.3 (n = {n_paper}), no markers"
     s = n / n_paper
     if s == 1:
         return f"scale {scale}: curves and markers at Table D.3 (n = {n})"

@@ -501,13 +501,26 @@ class Convergence:
         return shrinks and (not self.separates or self.excludes_alternative)
 
     def describe(self) -> str:
-        """The verdict in words: not resolved, ``1 / n`` against ``n^{-1/2}``, or shrinking only."""
-        fit = f"slope {self.slope:.2f} ± {self.ci95:.2f}"
+        """The verdict in words, naming the condition that decides it: not resolved; ``-rate`` outside the
+        interval or the interval not below 0 (fails); ``-alternative`` excluded by an interval that
+        :attr:`separates` (asserted); or an interval wider than the threshold of
+        :attr:`separates`, which then asserts the shrinking only, whether or not it happens to exclude
+        ``-alternative``.
+        """
+        fit, rate, alt = f"slope {self.slope:.2f} ± {self.ci95:.2f}", f"-{self.rate:g}", f"-{self.alternative:g}"
         if not self.resolved:
             return f"{fit}, not resolved from 0 at every n: not asserted"
-        if self.separates:
-            return f"{fit}: -{self.rate:g} inside, -{self.alternative:g} excluded (asserted)"
-        return f"{fit}: -{self.rate:g} inside and below 0 (asserted); too wide to exclude -{self.alternative:g}"
+        failed = [f"{rate} outside the interval"] * (abs(self.slope + self.rate) > self.ci95)
+        failed += ["the interval not below 0"] * (self.slope + self.ci95 >= 0)
+        if failed:
+            return f"{fit}: FAILS, {' and '.join(failed)}"
+        if self.separates:  # narrower than half the gap, with -rate inside: -alternative is outside
+            return f"{fit}: {rate} inside, {alt} excluded (asserted)"
+        gap = abs(self.rate - self.alternative) / 2
+        width = f"± {self.ci95:.2f} is wider than the ± {gap:g} that tells {rate} from {alt}"
+        if self.excludes_alternative:
+            return f"{fit}: {rate} inside and below 0 (asserted); {alt} outside it too, but not asserted: {width}"
+        return f"{fit}: {rate} inside and below 0 (asserted); {alt} inside it too, not excluded: {width}"
 
 
 def convergence(
@@ -933,6 +946,30 @@ class MarkerTable:
         return (min(q), max(q)) if q else (math.nan, math.nan)
 
     @property
+    def widest_dof(self) -> float:
+        """The degrees of freedom (:attr:`Marker.dof`) of the tested marker with the widest tolerance in
+        standard errors (the largest :meth:`quantile`; ``nan`` without one)."""
+        tested = [m for m in self.markers if self.tested(m)]
+        return max(tested, key=self.quantile).dof if tested else math.nan
+
+    @property
+    def shift_markers(self) -> list[Marker]:
+        """The tested markers whose reference is the shifted prediction alone (no companion): the mean
+        eigenvalues of untied layers (:meth:`measure_mean`), which test the first-moment shift itself."""
+        return [m for m in self.markers if m.half is None and m.predicted is not None and self.tested(m)]
+
+    def shift_seeds(self, m: Marker, most: int = 100_000) -> int | None:
+        """The fewest seeds at which the check of ``m`` (no companion) would have a tolerance below the
+        shift it tests, ``|GE - shifted| / |shifted|``, at the spread per seed measured here (its standard
+        error times ``sqrt(seeds)``): the smallest ``k`` with ``t_{1 - level/2, k - 1} sd / sqrt(k)`` below
+        the shift; ``None`` if none up to ``most``."""
+        shift = abs(m.ge - m.shifted) / abs(m.shifted)
+        sd = m.se * math.sqrt(m.seeds) / abs(m.reference)
+        k = np.arange(2, most + 1)
+        ok = np.flatnonzero(scipy.stats.t.ppf(1 - self.level / 2, k - 1) * sd / np.sqrt(k) < shift)
+        return int(k[ok[0]]) if ok.size else None
+
+    @property
     def max_rate_sensitivity(self) -> float:
         """The largest :meth:`rate_sensitivity` of a tested marker over its :meth:`tolerance`: how much of its
         tolerance a marker's reference would move were the departures to shrink like ``n^{-1/2}``."""
@@ -945,8 +982,18 @@ class MarkerTable:
         ``worst-miss`` (:attr:`max_miss`, in %), ``max-tol`` (:attr:`max_tolerance`, in %),
         ``max-power`` (:attr:`max_power`, in %), ``q-lo`` and ``q-hi`` (:attr:`quantiles`, in standard
         errors), ``level`` (in %), ``rate-shift`` (:attr:`max_rate_sensitivity`), ``untested`` (how
-        many :attr:`untested`), and ``shrink`` (in words), ``shrink-ratio``, ``shrink-ci``,
-        ``shrink-layers`` and ``shrink-separates`` (:meth:`shrink_rate`)."""
+        many :attr:`untested`), ``shrink`` (in words), ``shrink-ratio``, ``shrink-ci``,
+        ``shrink-layers`` and ``shrink-separates`` (:meth:`shrink_rate`).
+
+        The level against twice the 95 % half-width: ``q-df`` (:attr:`widest_dof`), ``q-twice`` (twice the
+        0.975 quantile of Student's t at ``q-df``, in standard errors, to set beside ``q-hi``), ``q-cross``
+        (the fewest whole degrees of freedom at which the level's quantile is the narrower) and ``alarm``
+        (in %, the level times the tested markers: the Bonferroni bound on a false alarm of the table).
+        The shift tested by the mean eigenvalues (:attr:`shift_markers`): ``shift-count``, ``shift-catch``
+        (how many have a tolerance below their shift), ``shift-tol`` (their smallest tolerance, in %),
+        ``shift-b`` (their largest shift ``|GE - shifted| / |shifted|``, in %) and ``shift-seeds`` (the
+        fewest seeds at which one of them would have a tolerance below its shift, :meth:`shift_seeds`; 0
+        if none)."""
         shrink = self.shrink_rate()
         return {
             "shrink": shrink.describe(),
@@ -968,13 +1015,36 @@ class MarkerTable:
             "level": 100 * self.level,
             "rate-shift": float(self.max_rate_sensitivity),
             "shrink-separates": shrink.separates,
+            **self._level_summary(),
+            **self._shift_summary(),
+        }
+
+    def _level_summary(self) -> dict:
+        """The test level against the book's older rule, twice the 95 % half-width (see :meth:`summary`)."""
+        df = self.widest_dof
+        twice = 2 * float(scipy.stats.t.ppf(0.975, df)) if df >= 1 else math.nan
+        k = np.arange(1, 1000)
+        cross = k[scipy.stats.t.ppf(1 - self.level / 2, k) < 2 * scipy.stats.t.ppf(0.975, k)][0]
+        tested = sum(self.tested(m) for m in self.markers)
+        return {"q-df": df, "q-twice": twice, "q-cross": int(cross), "alarm": 100 * self.level * tested}
+
+    def _shift_summary(self) -> dict:
+        """What the mean eigenvalues can see of the shift they test (see :meth:`summary`)."""
+        ms = self.shift_markers
+        seeds = [k for k in map(self.shift_seeds, ms) if k is not None]
+        return {
+            "shift-count": len(ms),
+            "shift-catch": sum(self.tolerance(m) < abs(m.ge - m.shifted) / abs(m.shifted) for m in ms),
+            "shift-tol": 100 * min((self.tolerance(m) for m in ms), default=math.nan),
+            "shift-b": 100 * max((abs(m.ge - m.shifted) / abs(m.shifted) for m in ms), default=math.nan),
+            "shift-seeds": min(seeds, default=0),
         }
 
     def markdown(self) -> str:
         """The table of every marker: GE, the shifted prediction, the departures from it at ``n / 2`` (the
         companion's) and at ``n`` (uncorrected), the reference, MHA mean ± 95 % CI, the relative
-        miss of the reference, the tolerance (in % and in standard errors, :meth:`quantile`) and the
-        power (:meth:`power`, in %)."""
+        miss of the reference, the tolerance (in %, and in standard errors, :meth:`quantile`, with its
+        degrees of freedom, :attr:`Marker.dof`) and the power (:meth:`power`, in %)."""
         rows = [
             "| panel | marker | $n$ | GE | shifted | departure at $n/2$ | at $n$ | reference | MHA (mean ± 95 % CI) "
             "| miss | tolerance | power | check |",
@@ -995,7 +1065,8 @@ class MarkerTable:
                 f"| {m.panel} | {m.label} | {m.n} | {m.ge:.4g} | {pred} | {half} | {100 * m.departure:+.2f} % | "
                 f"{m.reference:.4g} | "
                 f"{m.mean:.4g} ± {m.ci:.2g} | {100 * m.miss:.2f} % | "
-                f"{100 * self.tolerance(m):.2f} % ({self.quantile(m):.2f} SE) | {100 * self.power(m):.2f} % "
+                f"{100 * self.tolerance(m):.2f} % ({self.quantile(m):.2f} SE, df {m.dof:.2g}) | "
+                f"{100 * self.power(m):.2f} % "
                 f"| {verdict} |"
             )
         return "\n".join(rows)

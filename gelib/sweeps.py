@@ -91,6 +91,7 @@ __all__ = [
     "run",
     "slope_within",
     "log_factor_allowance",
+    "RATE_ALTERNATIVES",
     "RateCheck",
     "rate_check",
     "max_deviation_check",
@@ -281,6 +282,12 @@ def log_factor_allowance(ns: Sequence[float], power: float = 1.0) -> float:
     return power * math.log(math.log(hi) / math.log(lo)) / math.log(hi / lo)
 
 
+#: The slopes a :class:`RateCheck` of a maximum is set against (:meth:`RateCheck.summary`): ``"half"``,
+#: an uncorrected ``n^{-1/2}`` (the level without its slowly growing extreme-value factor), and
+#: ``"quarter"``, ``n^{-1/4}``.
+RATE_ALTERNATIVES = {"half": -0.5, "quarter": -0.25}
+
+
 @dataclasses.dataclass(frozen=True)
 class RateCheck:
     """A measured rate against the local slope of a derived level (:func:`rate_check`).
@@ -297,6 +304,20 @@ class RateCheck:
     level: np.ndarray
     ok: bool
     factors: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    def summary(self, alternatives: Mapping[str, float] = RATE_ALTERNATIVES) -> dict:
+        """The check in numbers, for a chapter's glue: ``pred`` (:attr:`predicted`), ``factor_NAME`` (each
+        of :attr:`factors`), ``level_first`` and ``level_last`` (:attr:`level` at the smallest and largest
+        size), and per alternative slope ``NAME: slope`` of ``alternatives`` the distance
+        ``from_NAME = |predicted - slope|`` and ``NAME``, what values falling exactly at that slope would
+        do to the check: ``"would fail"`` where the distance exceeds the fit's half-width, else
+        ``"would pass"`` (the check cannot tell that slope from the predicted one at this width)."""
+        out: dict[str, float | str] = {"pred": self.predicted, **{f"factor_{k}": v for k, v in self.factors.items()}}
+        out |= {"level_first": float(self.level[0]), "level_last": float(self.level[-1])}
+        for name, slope in alternatives.items():
+            gap = abs(self.predicted - slope)
+            out |= {f"from_{name}": gap, name: "would fail" if gap > self.fit.ci95 else "would pass"}
+        return out
 
 
 def rate_check(

@@ -21,8 +21,10 @@ matplotlib.use("Agg")
 from bookrun.cli import main  # noqa: E402
 from gelib import figure_data  # noqa: E402
 from gelib.config import AttentionConfig  # noqa: E402
-from gelib.learning import error_map_grid, on_width_boundary  # noqa: E402
+from gelib.freeprob import scale  # noqa: E402
+from gelib.learning import TABLE_D1_READING, error_map_grid, on_width_boundary, readout_error  # noqa: E402
 from gelib.learning_markers import LimitLaws  # noqa: E402
+from gelib.models import mha_shift_exact  # noqa: E402
 from gelib.plotting import learning_plots as LP  # noqa: E402
 from gelib.presets import TABLE_D1  # noqa: E402
 
@@ -125,6 +127,38 @@ def test_2d_curve_passes_through_the_marked_temperatures(data):
     keep = np.array([b not in marked for b in x])
     beta = data["roots"]["table_d1"][1]
     assert abs(read(x[keep], y[keep], beta) / D1 - 1) > 0.02
+
+
+def test_2d_curve_follows_the_peak_between_its_points(data, ratio):
+    """Between the two temperatures of Table D.1's value the ratio peaks and bends most: read off the
+    drawn line (straight in log beta) at six temperatures on no grid, it is within 2 % of the exact GE
+    ratio; without D2_PEAK_BETAS among its points the line cuts the peak by more than 5 %."""
+    x, y = (np.asarray(data["series"][0][k], float) for k in "xy")
+    assert set(figure_data.D2_PEAK_BETAS) <= set(x)
+    keep = np.array([b not in figure_data.D2_PEAK_BETAS for b in x])
+    off = [0.15, 0.17, 0.2, 0.235, 0.265, 0.3]
+    read = lambda xs, ys, b: float(np.interp(math.log(b), np.log(xs), ys)) / ratio(b) - 1  # noqa: E731
+    assert max(abs(read(x, y, b)) for b in off) < 0.02
+    assert max(abs(read(x[keep], y[keep], b)) for b in off) > 0.05
+
+
+def test_2d_shift_is_the_ratio_on_the_laws_rescaled_by_each_layers_own_shift(laws):
+    """At Table D.1's higher temperature, composed by hand: each layer's limit law rescaled by
+    1 + mha_shift_exact(8192, d_K) (freeprob.scale), read as the reading says, the ratio of the two
+    against the GE ratio; the wider-value layer (d_K = 64) has the larger shift, so its error falls
+    more and the ratio falls, by about what the noise term alone (1 / m_1) gives,
+    (1 + b_128) / (1 + b_64) - 1."""
+    beta, read = figure_data.d1_temperature(laws), TABLE_D1_READING
+    wide, equal = figure_data._ratio_pair(beta)
+    b = [mha_shift_exact(c.n, c.d_k, beta) for c in (wide, equal)]
+    err = [readout_error(scale(laws(c), 1 + s), c, read.horizon, read.sigma) for c, s in zip((wide, equal), b)]
+    out = figure_data.d2_shift(beta, laws)
+    assert out["b-wide"] == pytest.approx(100 * b[0]) and out["b-equal"] == pytest.approx(100 * b[1])
+    assert out["change"] == pytest.approx(100 * (err[0] / err[1] / figure_data.ratio_2d(beta, laws) - 1), rel=1e-9)
+    noise_only = 100 * ((1 + b[1]) / (1 + b[0]) - 1)  # the noise term dominates at t = T: close to it
+    assert b[0] > b[1] > 0 and out["change"] < 0 and abs(out["change"] / noise_only - 1) < 0.1
+    bar = next(r.relative for r in TABLE_D1 if r.panel == "2d")
+    assert out["bars"] == pytest.approx(abs(out["change"]) / bar)
 
 
 def test_the_figure_command_states_the_range_and_every_root(data, capsys, monkeypatch):

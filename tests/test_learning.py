@@ -205,6 +205,7 @@ def test_scale_note():
     assert L.scale_note("ci", 256) == "scale ci: curves at Table D.3, markers (and dashed) at n = 256, Table D.3 × 1/16"
     assert L.scale_note("paper", 4096) == "scale paper: curves and markers at Table D.3 (n = 4096)"
     assert L.scale_note("big", 8192).endswith("n = 8192, Table D.3 × 2")
+    assert L.scale_note("ci", 256, markers=False) == "scale ci: at Table D.3 (n = 4096), no markers"  # 2(b)'s map
 
 
 def test_shrink_keeps_the_tables_ratios_but_not_the_law():

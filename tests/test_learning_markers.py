@@ -247,6 +247,32 @@ def test_a_fifteen_percent_error_of_the_prediction_fails_the_markers():
         MK.MarkerTable(MK.LimitLaws(), level=2.0)
 
 
+def test_shift_seeds_is_where_the_tolerance_first_falls_below_the_shift():
+    """A mean eigenvalue shifted by 2 % from GE, 1 % spread per seed: at 3 seeds (df 2, 31.6 SE) its
+    tolerance is far above the shift; shift_seeds is the first seed count at which a marker of that spread
+    has a tolerance below it, checked on markers built at k - 1 and k seeds."""
+    t = MK.MarkerTable(MK.LimitLaws())
+    sd, ge, pred = 0.01 * 0.98, 1.0, 0.98
+
+    def at(k):
+        ci = scipy.stats.t.ppf(0.975, k - 1) * sd / math.sqrt(k)
+        return MK.Marker("a", "x, m_1", 256, ge, pred, ci, predicted=pred, seeds=k)
+
+    m3 = at(3)
+    shift = (ge - pred) / pred
+    assert t.quantile(m3) == pytest.approx(31.6, abs=0.05) and t.tolerance(m3) > 4 * shift
+    k = t.shift_seeds(m3)
+    assert t.tolerance(at(k)) < shift <= t.tolerance(at(k - 1)) and 5 < k < 20
+    assert t.shift_seeds(m3, most=k - 1) is None
+    t.markers.append(m3)
+    g = t.summary()
+    assert (g["shift-count"], g["shift-catch"], g["shift-seeds"]) == (1, 0, k)
+    assert g["shift-b"] == pytest.approx(100 * shift) and g["shift-tol"] == pytest.approx(100 * t.tolerance(m3))
+    # level 1e-3 at 3 seeds: 31.6 SE against 8.6 for twice the 95 % half-width; the level is tighter from df 12
+    assert g["q-hi"] == pytest.approx(31.6, abs=0.05) and g["q-twice"] == pytest.approx(8.61, abs=0.01)
+    assert g["q-cross"] == 12 and g["alarm"] == pytest.approx(0.1)
+
+
 def test_the_shrink_rate_averages_within_a_layer_and_skips_untested_markers():
     t = shrinking_table([0.10, 0.08, 0.12], [0.05, 0.04, 0.06], ci=0.01)
     layer0 = t.markers[0].layers
@@ -317,12 +343,23 @@ def test_marker_table_rule_against_the_prediction():
         "level": 1.0,
         "rate-shift": pytest.approx(0.08 * (2**-0.5 - 0.5) / 1.04 / t.tolerance(m3)),
         "shrink-separates": False,
+        # the widest in SE is "shifted" (3 seeds, df 2); twice the 95 % half-width is 8.6 SE there
+        "q-df": 2.0,
+        "q-twice": pytest.approx(2 * scipy.stats.t.ppf(0.975, 2)),
+        "q-cross": 3,  # at level 1 %: t_{0.995}(3) = 5.84 < 2 t_{0.975}(3) = 6.36; at df 2, 9.92 > 8.61
+        "alarm": pytest.approx(4.0),  # 4 markers at 1 %
+        # the mean-like markers without a companion: "close" (2 % shift, tolerance 16 %) and "shifted"
+        "shift-count": 2,
+        "shift-catch": 1,
+        "shift-tol": pytest.approx(100 * t.tolerance(m1)),
+        "shift-b": pytest.approx(9.0 / 1.09),
+        "shift-seeds": t.shift_seeds(m1),
     }
     rows = table_cells(t.markdown())
     assert len(rows) == 4 and rows[2][:6] == ["a", "unpredicted", "400", "1", "—", "—"]
     assert rows[3][5] == "+8.00 % ± 1.00" and rows[3][6] == "+4.00 %" and rows[3][7] == "1.04"
     assert [r[-1] for r in rows] == ["passes", "passes", "FAILS", "passes"]
-    assert rows[3][10] == f"{100 * t.tolerance(m3):.2f} % ({t.quantile(m3):.2f} SE)"
+    assert rows[3][10] == f"{100 * t.tolerance(m3):.2f} % ({t.quantile(m3):.2f} SE, df {m3.dof:.2g})"
     assert rows[3][11] == f"{100 * t.power(m3):.2f} %"
     assert len(t) == 4
     # power: a marker must resolve its effect to be tested. The same values 9 % off, with a
@@ -399,8 +436,17 @@ def test_convergence_asserts_one_over_n_against_n_to_the_minus_half_only_where_i
     fast = make(-1.0, 0.2)
     assert fast.separates and fast.consistent and "-0.5 excluded" in fast.describe()
     wide = make(-0.7, 0.4)
-    assert not wide.separates and wide.consistent and "too wide to exclude -0.5" in wide.describe()
+    assert not wide.separates and wide.consistent
+    tail = "-0.5 inside it too, not excluded: ± 0.40 is wider than the ± 0.25 that tells -1 from -0.5"
+    assert wide.describe().endswith(tail)
     assert not make(-0.3, 0.6).consistent
+    assert (
+        make(-0.3, 0.6).describe() == "slope -0.30 ± 0.60: FAILS, -1 outside the interval and the interval not below 0"
+    )
+    assert make(-0.5, 0.6).describe() == "slope -0.50 ± 0.60: FAILS, the interval not below 0"
+    assert make(-0.55, 0.3).describe() == "slope -0.55 ± 0.30: FAILS, -1 outside the interval"
+    assert slow.describe() == "slope -0.55 ± 0.10: FAILS, -1 outside the interval"
+    assert make(-0.8, 0.24).describe() == "slope -0.80 ± 0.24: -1 inside, -0.5 excluded (asserted)"
     assert "not resolved" in MK.Convergence("x", (64, 128), (dep[0], summarize([0.1, -0.1, 0.0])), -1, 0.1).describe()
     g = MK.convergence_glue({"c": [fast, MK.Convergence("loss at t", fast.ns, dep, -0.7, 0.4)]}, n=128)
     assert (g["c-resolved"], g["c-separated"]) == (2, 1) and g["c-x-slope"] == -1.0 and g["c-loss-ci"] == 0.4
@@ -408,6 +454,20 @@ def test_convergence_asserts_one_over_n_against_n_to_the_minus_half_only_where_i
     assert (g["c-seeds"], g["c-n0"], g["c-n2"], g["c-h"]) == (3, 64, 256, 0)
     data = MK.convergence_data([fast])
     assert data["series"][0]["x"] == [64.0, 128.0, 256.0] and data["series"][0]["y"] == [d.mean for d in dep]
+
+
+def test_convergence_verdict_names_the_condition_that_failed():
+    """The edge arrival of the ci build, -1.22 +- 0.28: its interval [-1.50, -0.94] excludes -1/2, yet it is
+    wider than the +-0.25 that the rule asks before asserting 1/n against n^-1/2. The verdict says so, not
+    "too wide to exclude -0.5"."""
+    dep = tuple(summarize([v, v * 1.01, v * 0.99]) for v in (0.4, 0.2, 0.1))
+    edge = MK.Convergence("arrival", (128, 256, 512), dep, -1.22, 0.28)
+    assert edge.excludes_alternative and not edge.separates and edge.consistent
+    assert edge.describe() == (
+        "slope -1.22 ± 0.28: -1 inside and below 0 (asserted); -0.5 outside it too, but not asserted: "
+        "± 0.28 is wider than the ± 0.25 that tells -1 from -0.5"
+    )
+    assert "too wide to exclude" not in edge.describe()
 
 
 def test_shifted_values_move_the_functional_by_the_layers_own_shift():
