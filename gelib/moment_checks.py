@@ -5,9 +5,10 @@ the chain of compressions (:func:`gelib.attention_law.level_spectra`) to that
 level's law, split into the shift of the mean and the shape part.
 :func:`moment_checks` sets the first moments of simulated spectra against the
 exact moments of the limit law over a sweep of ``n``: the first moment against
-its predicted finite-size bias (:func:`first_moment_bias`) within twice the seed
-interval (the bias is exact), every moment's error decaying from the smallest to
-the largest ``n``, and its fitted rate.
+its predicted finite-size bias (:func:`first_moment_bias`, exact), every moment's
+error decaying from the smallest to the largest ``n`` (:func:`decay_bound`), and its
+fitted rate, each a Student-t test at :data:`~gelib.numerics.checks.CHECK_LEVEL`
+(:class:`~gelib.numerics.MeanTest`).
 
 Table 1 says that every step "preserves all fixed spectral moments":
 :func:`moment_sweep` measures the first moments of every model of the chain
@@ -33,7 +34,7 @@ from .finite_size import step_predictions
 from .freeprob import Law, ToLaw, shape_to_law
 from .keys import stream
 from .models import STEPS, mha_shift_exact
-from .numerics import MeanTest, PowerFit, fit_power_law
+from .numerics import CHECK_LEVEL, MeanTest, PowerFit, fit_power_law
 from .spectra import Summary, model_spectra, summarize
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "moment_sweep",
     "moment_steps_markdown",
     "first_moment_bias",
+    "decay_bound",
     "MomentCheck",
     "moment_checks",
     "moment_checks_markdown",
@@ -174,12 +176,17 @@ class MomentSweep:
         return summarize(self.differences[step][self.ns.index(n or self.ns[-1]), :, j - 1])
 
     def slopes(self) -> dict[str, float]:
-        """``{"slope_<step>_<j>": slope, "slope_<step>_<j>_ci": 95 % half-width}`` of every fit (for glueing)."""
-        out: dict[str, float] = {}
+        """``{"slope_<step>_<j>": slope, "slope_<step>_<j>_ci": 95 % half-width}`` of every fit, with the
+        rate check's tolerance in standard errors ``"slope_<step>_<j>_tol_se"`` and the error of the predicted
+        slope it catches half the time ``"slope_<step>_<j>_catch"`` (:meth:`failures`), and the check's level
+        ``"slope_level"`` in % (for glueing)."""
+        out: dict[str, float] = {"slope_level": 100 * CHECK_LEVEL}
         for step, fits in self.fits.items():
             for j, fit in enumerate(fits, 1):
                 if fit is not None:
+                    t = MeanTest.of_fit(fit, fit.slope)
                     out |= {f"slope_{step}_{j}": fit.slope, f"slope_{step}_{j}_ci": fit.ci95}
+                    out |= {f"slope_{step}_{j}_tol_se": t.quantile, f"slope_{step}_{j}_catch": t.catch}
         return out
 
     @property
@@ -226,14 +233,15 @@ class MomentSweep:
 
         Two checks for every step and moment ``j``:
 
-        * *rate*: ``|slope - target| <= 2 ci95 + allowance`` for the fit of ``|log-ratio|``
+        * *rate*: ``|slope - target| <= q se + allowance`` for the fit of ``|log-ratio|``
           (skipped where there is no fit: identical models), with the target and the allowance
-          of :meth:`targets`, or ``predicted_slope`` and the given ``allowance`` for every fit;
-        * *decay*: at the largest ``n``, ``|mean| <= 2 ci95 + (|mean_0| + 2 ci95_0)
-          (n_min / n_max)^{1/2}``, with ``mean_0, ci95_0`` at the smallest ``n``: the
-          difference shrinks at least like the ``n^{-1/2}`` that Table 1's controls
-          guarantee, within the seed intervals. A step that moves a moment by a
-          fixed amount fails it.
+          of :meth:`targets`, or ``predicted_slope`` and the given ``allowance`` for every fit:
+          the two-sided Student-t test of the slope at :data:`~gelib.numerics.checks.CHECK_LEVEL`
+          (:meth:`gelib.numerics.MeanTest.of_fit`, ``q`` its tolerance in standard errors ``se``), widened by
+          the stated allowance, which is added, not tested;
+        * *decay*: at the largest ``n``, ``|mean|`` at most :func:`decay_bound` with the factor
+          ``(n_min / n_max)^{1/2}``: the difference shrinks at least like the ``n^{-1/2}`` that
+          Table 1's controls guarantee. A step that moves a moment by a fixed amount fails it.
         """
         targets = self.targets(predicted_slope) if allowance is None else None
         n0, n1 = self.ns[0], self.ns[-1]
@@ -243,10 +251,10 @@ class MomentSweep:
                 fit = self.fits[step][j - 1]
                 target, allow = (predicted_slope, allowance) if targets is None else targets[step, j]
                 assert allow is not None  # targets is None only when allowance is given
-                if fit is not None and abs(fit.slope - target) > 2 * fit.ci95 + allow:
+                if fit is not None and abs(fit.slope - target) > MeanTest.of_fit(fit, target).tolerance + allow:
                     out.append(f"{step} m_{j}: slope {fit.slope:.2f} ± {fit.ci95:.2f}, predicted {target:.2f}")
                 lo, hi = self.difference(step, j, n0), self.difference(step, j)
-                bound = 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * math.sqrt(n0 / n1)
+                bound = decay_bound(lo, hi, math.sqrt(n0 / n1))
                 if abs(hi.mean) > bound:
                     out.append(f"{step} m_{j}: |{hi.mean:.3g}| at n = {n1} > {bound:.3g} allowed from n = {n0}")
         return out
@@ -393,6 +401,23 @@ def first_moment_bias(model: str, cfg: AttentionConfig) -> float | None:
     return None
 
 
+def decay_bound(lo: Summary, hi: Summary, factor: float, level: float = CHECK_LEVEL) -> float:
+    """The largest ``|mean|`` at the largest size that the decay checks allow, ``lo`` and ``hi`` the
+    values over seeds at the smallest and the largest size and ``factor`` the predicted shrinking
+    between them (``(n_0 / n)^p``).
+
+    ``q se + (|mean_0| + q_0 se_0) factor``, with ``se``, ``se_0`` the standard errors and ``q``, ``q_0``
+    the two-sided Student-t tolerances at ``level`` (:attr:`gelib.numerics.MeanTest.quantile`). Its level:
+    if the true means satisfy ``|mu| <= |mu_0| factor`` (the claim), the check fails only if
+    ``|mean - mu| > q se`` or ``|mean_0 - mu_0| > q_0 se_0``, so with probability at most ``2 level``
+    (a union bound; conservative, since only one side of each counts where ``mu`` and ``mu_0`` are far
+    from 0). Its power is the bound itself: a true error at the largest size this large, with the
+    smallest size's term fixed, is flagged about half the time.
+    """
+    tol = MeanTest.of(hi, 0.0, level).tolerance
+    return tol + (abs(float(lo.mean)) + MeanTest.of(lo, 0.0, level).tolerance) * factor
+
+
 @dataclasses.dataclass(frozen=True)
 class MomentCheck:
     """The ``k``-th moment of one model's spectra against the limit law over a sweep of ``n``
@@ -431,14 +456,19 @@ class MomentCheck:
         """The relative error at ``n`` (default: the largest) in per cent: ``rel`` (mean over seeds),
         ``ci`` (its 95 % half-width) and, where the bias is predicted, ``pred`` (the exact bias), and
         the bias check's tolerance in standard errors ``tol_se`` and the error it catches half the time
-        ``catch`` (in percentage points, :meth:`bias_test`)."""
+        ``catch`` (in percentage points, :meth:`bias_test`); where there is a fit, the rate check's
+        ``rate_tol_se`` and ``rate_catch`` (in units of the slope, :meth:`rate_test`); and ``allowed``, the
+        decay check's bound at the largest ``n`` (:meth:`decay_bound`, in %, whatever ``n``)."""
         n = n or self.ns[-1]
         at = self.at(n)
         out = {"rel": 100 * at.mean, "ci": 100 * at.ci95}
         if self.bias is not None:
             test = self.bias_test(n)
             out |= {"pred": 100 * test.predicted, "tol_se": test.quantile, "catch": 100 * test.catch}
-        return out
+        if self.fit is not None:
+            rate = self.rate_test()
+            out |= {"rate_tol_se": rate.quantile, "rate_catch": rate.catch}
+        return out | {"allowed": 100 * self.decay_bound()}
 
     @property
     def decided(self) -> bool:
@@ -446,23 +476,28 @@ class MomentCheck:
         return self.fit is not None and self.fit.slope + self.fit.ci95 < 0
 
     def decay_bound(self) -> float:
-        """The largest ``|mean|`` at the largest ``n`` that the *decay* check of :meth:`failures` allows.
+        """The largest ``|mean|`` at the largest ``n`` that the *decay* check of :meth:`failures` allows:
+        :func:`decay_bound` with the factor ``(n_0 / n)^p``, the check's power (an error at the largest ``n``
+        this large is flagged about half the time)."""
+        return decay_bound(self.at(self.ns[0]), self.at(), (self.ns[0] / self.ns[-1]) ** self.rate)
 
-        ``2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p``: the check's power, the smallest error at the
-        largest size that it would flag.
-        """
-        lo, hi = self.at(self.ns[0]), self.at()
-        return 2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (self.ns[0] / self.ns[-1]) ** self.rate
+    def rate_test(self) -> MeanTest:
+        """The *rate* check of :meth:`failures`: the fitted slope against ``-p``, a Student-t test at
+        :data:`~gelib.numerics.checks.CHECK_LEVEL` (:meth:`gelib.numerics.MeanTest.of_fit`), two-sided if
+        ``exact``, else one-sided (``-p`` an upper bound: only a slope above it fails); needs a fit."""
+        if self.fit is None:
+            raise ValueError(f"{self.model} m_{self.k}: no fit (one size)")
+        return MeanTest.of_fit(self.fit, -self.rate, one_sided=not self.exact)
 
     def failures(self) -> list[str]:
         """The checks that fail (empty if none), with ``ci`` a 95 % half-width over seeds:
 
         * *bias* (where predicted), at every size: :meth:`bias_test` passes (a two-sided Student-t
           test at :data:`~gelib.numerics.checks.CHECK_LEVEL`);
-        * *decay*: ``|mean| <= 2 ci + (|mean_0| + 2 ci_0) (n_0 / n)^p`` at the largest ``n``,
-          from the smallest ``n_0``: the error shrinks at least at the predicted rate;
-        * *rate* (two sizes or more): ``|slope + p| <= 2 ci95`` if ``exact``, else
-          ``slope <= -p + 2 ci95``.
+        * *decay*: ``|mean| <=`` :meth:`decay_bound` at the largest ``n``, from the smallest ``n_0``: the
+          error shrinks at least at the predicted rate;
+        * *rate* (two sizes or more): :meth:`rate_test` passes, ``|slope + p| <= q se`` if ``exact``, else
+          ``slope + p <= q' se`` (``q``, ``q'`` the two- and one-sided tolerances in standard errors).
         """
         out, name = [], f"{self.model} m_{self.k}"
         for i, n in enumerate(self.ns):
@@ -473,8 +508,7 @@ class MomentCheck:
         if abs(hi.mean) > bound:
             out.append(f"{name}: |{hi.mean:.4f}| at n = {self.ns[-1]} > {bound:.4f} allowed from n = {self.ns[0]}")
         if self.fit is not None:
-            off = abs(self.fit.slope + self.rate) if self.exact else self.fit.slope + self.rate
-            if off > 2 * self.fit.ci95:
+            if not self.rate_test().passes:
                 out.append(f"{name}: slope {self.fit.slope:.2f} ± {self.fit.ci95:.2f}, predicted -{self.rate:g}")
         return out
 

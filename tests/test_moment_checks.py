@@ -9,6 +9,8 @@ from gelib import PRESETS, AttentionConfig
 from gelib.attention_law import LEVEL_TITLES, LEVELS
 from gelib.freeprob import affine, marchenko_pastur
 from gelib.moment_checks import empirical_moments, level_sizes, level_w1_table
+from gelib.numerics import MeanTest
+from gelib.numerics.checks import t_quantile
 from gelib.spectra import summarize
 
 P, N = 400, 160  # X X^T / N with X of size P x N: Marchenko-Pastur with ratio 2.5, an atom 0.6 at 0
@@ -207,7 +209,13 @@ def test_moment_sweep_failures_allowance_and_slopes():
     assert any("slope" in f for f in fails) and any("allowed from n = 64" in f for f in fails)
     assert any(f.startswith("good m_1: slope") for f in sweep.failures(predicted_slope=0, allowance=0.5))
     slopes = sweep.slopes()
-    assert set(slopes) == {f"slope_{s}_{j}{x}" for s in ("good", "stuck") for j in (1, 2) for x in ("", "_ci")}
+    # every fit's slope, 95 % half-width and rate check (tolerance in SE, catch), and the level
+    fields = ("", "_ci", "_tol_se", "_catch")
+    assert set(slopes) == {f"slope_{s}_{j}{x}" for s in ("good", "stuck") for j in (1, 2) for x in fields} | {
+        "slope_level"
+    }
+    t = MeanTest.of_fit(sweep.fits["good"][0], -1.0)
+    assert slopes["slope_good_1_tol_se"] == t.quantile and slopes["slope_good_1_catch"] == pytest.approx(t.catch)
     assert slopes["slope_good_1"] == pytest.approx(-1, abs=0.05)
     with pytest.raises(ValueError, match="need the layer"):
         _ = chain_moments(spectra, k=1, steps=(("good", "a", "b"),)).exact_slopes
@@ -282,10 +290,17 @@ def test_moment_checks_errors_fits_and_failures():
     stuck_fails = by["c", 3].failures()
     assert any("allowed from n = 64" in f for f in stuck_fails) and any("slope" in f for f in stuck_fails)
     assert not by["c", 3].decided
-    # the decay bound is the check's threshold: an error just above it fails, just below passes
+    # the decay bound is the check's threshold: an error just above it fails, just below passes. It was
+    # 2 ci95 + (|mean_0| + 2 ci95_0) r; now the level's t quantile times the SE in place of 2 ci95
     c3 = by["c", 3]
     lo, hi = c3.at(64), c3.at()
-    assert c3.decay_bound() == pytest.approx(2 * hi.ci95 + (abs(lo.mean) + 2 * lo.ci95) * (64 / 512) ** 0.5)
+    q = t_quantile(seeds)  # two-sided at CHECK_LEVEL, 5 seeds
+    se, se0 = hi.std / math.sqrt(seeds), lo.std / math.sqrt(seeds)
+    assert c3.decay_bound() == pytest.approx(q * se + (abs(lo.mean) + q * se0) * (64 / 512) ** 0.5)
+    # the rate check: two-sided for an exact rate, one-sided (only a slope above -p fails) for a bound
+    assert by["a", 2].rate_test() == MeanTest.of_fit(fit, -1.0) and not by["a", 2].rate_test().one_sided
+    assert by["c", 3].rate_test() == MeanTest.of_fit(by["c", 3].fit, -0.5, one_sided=True)
+    assert by["c", 3].percent_at()["allowed"] == pytest.approx(100 * c3.decay_bound())
     assert abs(hi.mean) > c3.decay_bound() and abs(by["a", 3].at().mean) <= by["a", 3].decay_bound()
     table = moment_checks_markdown(checks, labels={"a": "A"})
     assert table.count("\n") == 1 + len(checks) and "error at $n$ = 512" in table and "| A | $m_2$ |" in table

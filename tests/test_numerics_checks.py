@@ -154,3 +154,62 @@ def test_a_fitted_slope_is_tested_as_its_t_statistic():
     se = np.sqrt((resid**2).sum(axis=1) / (ns.size - 2) / (x @ x))
     q = C.t_quantile(t.seeds, 0.05)  # at 5 %, where 20 000 repetitions resolve the rate
     assert within(int((np.abs(slopes + 1.0) > q * se).sum()), reps, 0.05)
+
+
+@pytest.mark.parametrize("seeds", [4, 8])
+def test_the_one_sided_test_fails_at_the_level_and_catches_its_power(seeds):
+    """The one-sided test (``mean <= predicted``): true means fail at the level, means below the bound
+    never fail more often, and a mean above it by the stated catch fails half the time."""
+    reps = 400_000
+    q = C.t_quantile(seeds, one_sided=True)
+    assert math.isclose(scipy.stats.t.cdf(q, seeds - 1), 1 - C.CHECK_LEVEL, rel_tol=1e-12)
+    x = draws(seeds, reps, "one-sided", seeds)
+    se = x.std(axis=1, ddof=1) / math.sqrt(seeds)
+    assert within(int((x.mean(axis=1) > q * se).sum()), reps, C.CHECK_LEVEL)
+    assert int((x.mean(axis=1) - 1 / math.sqrt(seeds) > q * se).sum()) <= reps * C.CHECK_LEVEL  # below the bound
+    ncp = C.catch_ncp(seeds, one_sided=True)
+    assert ncp < C.catch_ncp(seeds)  # one side: a smaller error is caught half the time
+    y = x[:40_000] + ncp / math.sqrt(seeds)
+    assert within(int((y.mean(axis=1) > q * se[:40_000]).sum()), 40_000, C.CATCH_PROBABILITY)
+    for row in y[:300]:  # MeanTest decides as the vectorised rule
+        t = C.MeanTest(float(row.mean()), float(row.std(ddof=1) / math.sqrt(seeds)), seeds, 0.0, one_sided=True)
+        assert t.passes == (t.mean <= q * t.se) and math.isclose(t.catch, ncp * t.se)
+        assert C.MeanTest(-t.mean, t.se, seeds, 0.0, one_sided=True).passes or t.mean < 0
+
+
+def _slope_draws(reps: int, *path):
+    """Least-squares slopes of ``log |error|`` on ``log n`` (3 sizes x 4 seeds, noise 0.1, true slope 0) and
+    their standard errors, ``reps`` repetitions from explicit keys; and the true standard error."""
+    ns = np.repeat([64.0, 128.0, 256.0], 4)
+    noise = 0.1 * draws(ns.size, reps, "rate-check", *path)
+    x = np.log(ns) - np.log(ns).mean()
+    slopes = (noise @ x) / (x @ x)
+    resid = noise - noise.mean(axis=1, keepdims=True) - np.outer(slopes, x)
+    return ns, noise, slopes, np.sqrt((resid**2).sum(axis=1) / (ns.size - 2) / (x @ x)), 0.1 / math.sqrt(x @ x)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_rate_check_passes_true_rates_at_its_level_and_catches_its_power(exact):
+    """gelib.moment_checks.MomentCheck.rate_test (MeanTest.of_fit, two-sided if exact, else one-sided) on
+    pooled fits of 3 sizes x 4 seeds: a true rate fails at CHECK_LEVEL; a rate wrong by the stated catch
+    (in true standard errors) fails half the time. The rule decides as the vectorised one fit by fit."""
+    from gelib.moment_checks import MomentCheck
+    from gelib.numerics import fit_power_law
+
+    ns, noise, slopes, se, se_true = _slope_draws(400_000, "exact" if exact else "bound")
+    dof = ns.size - 2
+    q = C.t_quantile(dof + 1, one_sided=not exact)
+    off = slopes if not exact else np.abs(slopes)
+    assert within(int((off > q * se).sum()), slopes.size, C.CHECK_LEVEL)
+    wrong = C.catch_ncp(dof + 1, one_sided=not exact) * se_true  # the slope is off by the stated catch
+    assert within(int(((slopes[:40_000] + wrong) > q * se[:40_000]).sum()), 40_000, C.CATCH_PROBABILITY)
+    for row, s in zip(noise[:200], slopes[:200]):
+        errors = (ns**-0.5 * np.exp(row)).reshape(3, 4)  # |error| = n^{-1/2} e^noise ...
+        errors = errors * (ns.reshape(3, 4) / 64.0) ** wrong  # ... times n^wrong: slope -1/2 + wrong + s
+        check = MomentCheck("m", 2, (64, 128, 256), errors, None, 0.5, exact, fit_power_law((64, 128, 256), errors))
+        t = check.rate_test()
+        assert (
+            t.seeds == dof + 1 and t.one_sided == (not exact) and math.isclose(t.mean, -0.5 + wrong + s, abs_tol=1e-9)
+        )
+        assert t.passes == (((t.mean + 0.5) if not exact else abs(t.mean + 0.5)) <= t.quantile * t.se)
+        assert (not any("slope" in f for f in check.failures())) == t.passes

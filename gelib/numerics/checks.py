@@ -50,31 +50,41 @@ CHECK_LEVEL = 1e-3
 CATCH_PROBABILITY = 0.5
 
 
-def t_quantile(seeds: int, level: float = CHECK_LEVEL) -> float:
-    """The tolerance in standard errors of the test over ``seeds`` values: ``t_{1 - level/2, seeds - 1}``."""
+def t_quantile(seeds: int, level: float = CHECK_LEVEL, one_sided: bool = False) -> float:
+    """The tolerance in standard errors of the test over ``seeds`` values: ``t_{1 - level/2, seeds - 1}``
+    (``t_{1 - level, seeds - 1}`` for the ``one_sided`` test)."""
     if seeds < 2:
         raise ValueError(f"seeds = {seeds}: a standard error needs at least two values")
     if not 0 < level < 1:
         raise ValueError(f"level = {level}: a test level lies in (0, 1)")
-    return float(scipy.stats.t.ppf(1 - level / 2, seeds - 1))
+    return float(scipy.stats.t.ppf(1 - level / (1 if one_sided else 2), seeds - 1))
 
 
-def rejection_probability(ncp: float, seeds: int, level: float = CHECK_LEVEL) -> float:
+def rejection_probability(ncp: float, seeds: int, level: float = CHECK_LEVEL, one_sided: bool = False) -> float:
     """The probability that the test fails when the mean is off its prediction by ``ncp`` true standard
     errors (``sigma / sqrt(seeds)``, normal values): ``P(|T| > q)``, ``T`` noncentral t with ``seeds - 1``
-    degrees of freedom and noncentrality ``ncp``."""
-    q, df = t_quantile(seeds, level), seeds - 1
+    degrees of freedom and noncentrality ``ncp``; ``P(T > q)`` for the ``one_sided`` test (``ncp`` above the
+    prediction)."""
+    q, df = t_quantile(seeds, level, one_sided), seeds - 1
+    if one_sided:
+        return float(scipy.stats.nct.sf(q, df, ncp))
     # the lower tail as the upper tail at -ncp: scipy's noncentral cdf is nan far in that tail
     return float(scipy.stats.nct.sf(q, df, abs(ncp)) + scipy.stats.nct.sf(q, df, -abs(ncp)))
 
 
-def catch_ncp(seeds: int, level: float = CHECK_LEVEL, probability: float = CATCH_PROBABILITY) -> float:
+def catch_ncp(
+    seeds: int, level: float = CHECK_LEVEL, probability: float = CATCH_PROBABILITY, one_sided: bool = False
+) -> float:
     """The error, in true standard errors, that the test over ``seeds`` values catches with ``probability``
     (:func:`~gelib.numerics.checks.rejection_probability` solved for ``ncp``)."""
     if not level < probability < 1:
         raise ValueError(f"probability = {probability}: between the level {level} and 1")
-    q = t_quantile(seeds, level)
-    return float(scipy.optimize.brentq(lambda d: rejection_probability(d, seeds, level) - probability, 0.0, 4 * q + 10))
+    q = t_quantile(seeds, level, one_sided)
+    return float(
+        scipy.optimize.brentq(
+            lambda d: rejection_probability(d, seeds, level, one_sided) - probability, 0.0, 4 * q + 10
+        )
+    )
 
 
 def seeds_to_catch(
@@ -103,7 +113,8 @@ class MeanTest:
     """A measured mean against its prediction, by a two-sided Student-t test at ``level``.
 
     ``mean`` and ``se``: the mean over ``seeds`` values and its standard error; ``predicted``:
-    the exact prediction.
+    the exact prediction, or with ``one_sided`` an upper bound (the test of ``mean <= predicted``,
+    failing only above it, at the same level).
     """
 
     mean: float
@@ -111,15 +122,16 @@ class MeanTest:
     seeds: int
     predicted: float
     level: float = CHECK_LEVEL
+    one_sided: bool = False
 
     @property
     def quantile(self) -> float:
         """The tolerance in standard errors (:func:`~gelib.numerics.checks.t_quantile`)."""
-        return t_quantile(self.seeds, self.level)
+        return t_quantile(self.seeds, self.level, self.one_sided)
 
     @property
     def tolerance(self) -> float:
-        """``quantile * se``: the largest ``|mean - predicted|`` that passes."""
+        """``quantile * se``: the largest ``|mean - predicted|`` (``mean - predicted``, one-sided) that passes."""
         return self.quantile * self.se
 
     @property
@@ -129,15 +141,16 @@ class MeanTest:
 
     @property
     def passes(self) -> bool:
-        """``|mean - predicted| <= tolerance``."""
-        return abs(self.mean - self.predicted) <= self.tolerance
+        """``|mean - predicted| <= tolerance`` (``mean - predicted <= tolerance``, one-sided)."""
+        off = self.mean - self.predicted
+        return (off if self.one_sided else abs(off)) <= self.tolerance
 
     @property
     def catch(self) -> float:
         """The smallest error ``|mean - predicted|`` of the prediction, in the values' units, that the test
         catches with probability :data:`~gelib.numerics.checks.CATCH_PROBABILITY`:
         :func:`~gelib.numerics.checks.catch_ncp` standard errors."""
-        return catch_ncp(self.seeds, self.level) * self.se
+        return catch_ncp(self.seeds, self.level, one_sided=self.one_sided) * self.se
 
     @property
     def power(self) -> float:
@@ -164,19 +177,21 @@ class MeanTest:
         )
 
     @classmethod
-    def of_fit(cls, fit, predicted: float, level: float = CHECK_LEVEL) -> MeanTest:
+    def of_fit(cls, fit, predicted: float, level: float = CHECK_LEVEL, one_sided: bool = False) -> MeanTest:
         """The test of a fitted slope (``slope``, its 95 % half-width ``ci95`` and its Student-t degrees of
         freedom ``dof``, e.g. :class:`~gelib.numerics.PowerFit`) against ``predicted``: the statistic
         ``(slope - predicted) / se`` is Student's t with ``dof`` degrees of freedom, so the test is that of
-        a mean over ``dof + 1`` values (``seeds``), and :attr:`catch` is in units of the slope."""
+        a mean over ``dof + 1`` values (``seeds``), and :attr:`catch` is in units of the slope; ``one_sided``:
+        ``predicted`` is an upper bound on the slope."""
         if fit.dof is None or fit.dof < 1:
             raise ValueError(f"a fit with dof = {fit.dof}: no Student-t test")
         se = float(fit.ci95) / t_quantile(fit.dof + 1, 0.05)
-        return cls(float(fit.slope), se, int(fit.dof) + 1, float(predicted), level)
+        return cls(float(fit.slope), se, int(fit.dof) + 1, float(predicted), level, one_sided)
 
     def catches(self, error: float, probability: float = CATCH_PROBABILITY) -> bool:
         """Whether the test catches a relative error ``error`` of the prediction with ``probability``."""
-        return bool(catch_ncp(self.seeds, self.level, probability) * self.se <= error * abs(self.predicted))
+        ncp = catch_ncp(self.seeds, self.level, probability, self.one_sided)
+        return bool(ncp * self.se <= error * abs(self.predicted))
 
     def glue(self, unit: float = 1.0) -> dict:
         """The numbers a chapter states beside the check: ``mean``, ``ci`` (95 % half-width) and
