@@ -514,7 +514,7 @@ D2_BETA_RANGE = (0.005, 2.5)
 D2_ROOT_GRID = tuple(float(b) for b in np.geomspace(*D2_BETA_RANGE, 13))
 
 
-#: Four more temperatures of Figure 2(d)'s drawn curve, where it bends most: around the peak of the ratio
+#: Four more temperatures of the drawn curve of Figure 2(d), where it bends most, around the peak of the ratio
 #: between the two temperatures of Table D.1's value (near 0.135 and 0.345), which :data:`D2_ROOT_GRID`
 #: holds only at 0.188, so that a line straight between the drawn points does not cut the peak. Each
 #: costs two limit laws at Table D.3's dimensions, under 2 s on one CPU core.

@@ -954,8 +954,8 @@ class MarkerTable:
 
     @property
     def shift_markers(self) -> list[Marker]:
-        """The tested markers whose reference is the shifted prediction alone (no companion): the mean
-        eigenvalues of untied layers (:meth:`measure_mean`), which test the first-moment shift itself."""
+        """The tested markers whose reference is the shifted prediction alone, with no companion (the mean
+        eigenvalues of untied layers, :meth:`measure_mean`), which test the first-moment shift itself."""
         return [m for m in self.markers if m.half is None and m.predicted is not None and self.tested(m)]
 
     def shift_seeds(self, m: Marker, most: int = 100_000) -> int | None:

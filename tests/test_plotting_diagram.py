@@ -99,7 +99,7 @@ def test_a_ks_of_zero_interval_is_named_as_its_resolution():
     w1, ks = distances(1.0), distances(0.01)
     ks[("yf", "yf_ring")] = Summary(1 / 512, 0.0, 0.0, 8)
     shown = "\n".join(texts(chain_diagram(w1, ks, n_eigenvalues=512)))
-    assert "KS  0.00195 = 1/512, every seed" in shown and "steps of 1/N" in shown
+    assert "KS  1/512, every seed" in shown and "steps of 1/N" in shown
     assert not re.search(r"± 0(?![.0-9])", shown)  # no bare "± 0"
     assert "steps of 1/N" not in "\n".join(texts(chain_diagram(w1, distances(0.01), n_eigenvalues=512)))
 
