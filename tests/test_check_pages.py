@@ -218,12 +218,18 @@ def test_style_urls_and_links_are_collected():
     assert ("link", "href", "https://cdn.example/s.css") in dom.loads
 
 
+def slider_block(uid: str, over: str, frames: int, **checks) -> str:
+    """A static slider's block as its script leaves it after a ``#slider-check`` load (``checks``: the
+    ``data-check-*`` attributes it wrote)."""
+    attrs = "".join(f' data-check-{k}="{v}"' for k, v in checks.items())
+    return f'<div id="{uid}" data-static-slider="{over}" data-frames="{frames}"{attrs}></div>'
+
+
 def test_slider_reports_are_read_from_the_moved_page():
     """``check_sliders`` on dumped DOMs: a slider passes only if it moved, its image changed and decoded."""
 
     def block(i, **checks):
-        attrs = "".join(f' data-check-{k}="{v}"' for k, v in checks.items())
-        return f'<div id="s{i}" data-static-slider="beta" data-frames="3"{attrs}></div>'
+        return slider_block(f"s{i}", "beta", 3, **checks)
 
     static = check_pages.parse(page("".join(block(i) for i in range(5))))
     moved = check_pages.parse(
@@ -250,8 +256,7 @@ def test_a_two_axis_slider_reports_one_move_per_axis():
     """A grid slider (``data-static-slider="layer, beta"``) passes only if each axis moved the image."""
 
     def block(i, **checks):
-        attrs = "".join(f' data-check-{k}="{v}"' for k, v in checks.items())
-        return f'<div id="g{i}" data-static-slider="layer, beta" data-frames="6"{attrs}></div>'
+        return slider_block(f"g{i}", "layer, beta", 6, **checks)
 
     static = check_pages.parse(page("".join(block(i) for i in range(4))))
     moved = check_pages.parse(
