@@ -629,7 +629,7 @@ def check_layout(
         fig.formulas += 1
         ratio = f["width"] / f["column"] if f["column"] else math.inf
         fig.widest = max(fig.widest, ratio)
-        if f["width"] > f["column"] + 1:
+        if f["width"] > f["column"] + 1 or f.get("scrolls"):
             tex = " ".join(str(f["tex"]).split())
             tex = tex if len(tex) <= 70 else tex[:67] + "..."
             out.append(("layout", f"a formula {f['width']:.0f} px wide in a {f['column']:.0f} px column: {tex}"))

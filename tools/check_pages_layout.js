@@ -68,13 +68,14 @@
       if (!shown(c)) return;
       var box = c.closest("div.math") || c.parentElement;
       var math = c.querySelector("mjx-math");
-      var content = Math.max(width(math), c.scrollWidth);
+      var content = math ? width(math) : c.scrollWidth;
       var label = c.querySelector("mjx-labels");
       if (label && math) {
         // a tagged equation: the label sits beside the formula in the same column
-        content = Math.max(content, width(math) + width(label));
+        content += width(label);
       }
-      out.push({ tex: tex(c), width: content, column: box.clientWidth });
+      // and whatever the container itself must scroll (its content wider than its box)
+      out.push({ tex: tex(c), width: content, column: box.clientWidth, scrolls: c.scrollWidth > c.clientWidth + 1 });
     });
     return out;
   }
