@@ -478,6 +478,9 @@ def _run(root, run_dir, record, todo, all_chapters, overrides, scale, timeout, r
                 }
                 _write_json(run_dir / "record.json", record)
                 log_path = folder.write(logs / f"{name}.log", "")
+                # the worker and its kernel write these: the run's from now on, recorded when it ends, so a
+                # batch killed mid-chapter (SIGKILL: nothing recorded) resumes over them (RunFolder.claim)
+                folder.claim(target, log_path, work / f"{name}.result.json")
                 with open(log_path, "w") as log:  # the kernel's own chatter, kept out of the console
                     proc = subprocess.Popen(
                         # run as a script: no gelib (nor JAX) to import in the worker itself
@@ -590,6 +593,6 @@ def _record_chapter(folder: RunFolder, run_dir: Path, f: str, data_before: dict 
     """Record what one chapter's worker wrote: its notebook, its log, its result, its data files."""
     name = Path(f).name
     written = (f"{f}.ipynb", f"logs/{name}.log", f".work/{name}.result.json")
-    folder.record(*(r for r in written if (run_dir / r).is_file()))
+    folder.record(*written)  # a file the worker never wrote is recorded as nothing, and no longer claimed
     if data_before is not None:
         folder.adopt(Path("data") / name, data_before)

@@ -208,4 +208,7 @@ def _worker(spec_path: str) -> int:
 if __name__ == "__main__":
     # run as a script by the batch: the checkout's bookrun, also where gelib is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bookrun.startup import skip_slow_imports
+
+    skip_slow_imports()  # papermill imports nbformat: a second less per chapter (bookrun/startup.py)
     sys.exit(_worker(sys.argv[1]))

@@ -48,6 +48,7 @@ from typing import TextIO
 
 from .chapters import BatchError, toc_files
 from .runfolder import RunFolder
+from .startup import jupyter_book_command
 
 __all__ = [
     "PDF_NAME",
@@ -194,8 +195,8 @@ def build_single_page(root: Path, run_dir: Path, output: Path, stream: TextIO | 
     log_rel = "logs/pdf.log"
     folder.check_writable([log_rel])
     before = target.snapshot("_build") if (target.path / "_build").is_dir() else {}
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb), "build", str(run_dir), "--builder", "singlehtml", "--path-output", str(output), "--keep-going"]
+    cmd = jupyter_book_command("build", str(run_dir), "--builder", "singlehtml", "--path-output", str(output))
+    cmd.append("--keep-going")
     log_path = folder.write(log_rel, "")
     print(f"pdf: building the single page ... full log: {log_path}", file=stream, flush=True)
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}

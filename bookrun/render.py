@@ -26,6 +26,7 @@ from typing import TextIO
 
 from .chapters import ROOT_FILES, BatchError, is_chapter, toc_files
 from .runfolder import RunFolder
+from .startup import jupyter_book_command
 
 __all__ = [
     "mirror_files",
@@ -274,10 +275,8 @@ def render_book(
         target.check_links()
         before = target.snapshot("_build") if (target.path / "_build").is_dir() else {}
     hide_injected_in_run(run_dir)
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb), "build", str(run_dir), "--path-output", str(output), "--keep-going"]
-    if strict:
-        cmd[3:3] = ["-n", "-W"]
+    cmd = jupyter_book_command("build", *(["-n", "-W"] if strict else []), str(run_dir))
+    cmd += ["--path-output", str(output), "--keep-going"]
     log_path = folder.write(log_rel, "")
     print(f"rendering ({'-n -W' if strict else 'lenient'}) ... full log: {log_path}", file=stream, flush=True)
     t0 = time.perf_counter()

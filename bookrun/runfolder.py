@@ -24,7 +24,11 @@ the folder's manifest, :data:`MANIFEST` (:class:`RunFolder`), and
 
 Files written by other processes (the chapters' notebooks by the Papermill
 worker, the figures' CSVs by the chapters, the HTML by Jupyter Book) are
-recorded after they finish, as the files under a folder that are new or
+claimed before such a process starts where their paths are known
+(:meth:`RunFolder.claim`: a chapter's notebook, log and result, listed as
+``writing`` in the manifest until recorded, so that a batch killed mid-chapter,
+``SIGKILL`` included, resumes over its own partial files), and recorded after
+they finish, as the files under a folder that are new or
 changed since a :meth:`RunFolder.snapshot` taken before (:meth:`RunFolder.adopt`):
 a file of a user's that was already there, and that they did not rewrite, is
 not claimed.
@@ -110,6 +114,7 @@ class RunFolder:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path).resolve()
         self.files: dict[str, str] = {}
+        self.writing: set[str] = set()  # claimed by a process that has not finished (RunFolder.claim)
         self.legacy = False  # a run folder made before the manifest existed
         self._load()
 
@@ -118,9 +123,10 @@ class RunFolder:
         try:
             data = json.loads((self.path / MANIFEST).read_text())
             self.files = {str(k): str(v) for k, v in data["files"].items()}
+            self.writing = {str(r) for r in data.get("writing", [])}
             self.legacy = False
         except FileNotFoundError:
-            self.files = {}
+            self.files, self.writing = {}, set()
             self.legacy = is_run_folder(self.path)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise BatchError(f"{self.path / MANIFEST} cannot be read: the run folder's record of its files") from None
@@ -164,12 +170,15 @@ class RunFolder:
     # --- ownership ---------------------------------------------------------------
 
     def owns(self, rel: str) -> bool:
-        """Whether ``rel`` may be written or removed: missing, or recorded and unchanged."""
+        """Whether ``rel`` may be written or removed: missing, recorded and unchanged, or claimed by a
+        process of the run that never finished (:meth:`claim`)."""
         p = self.path / rel
         if p.is_symlink():
             return False
         if not p.exists():
             return True
+        if rel in self.writing:
+            return p.is_file()
         return p.is_file() and rel in self.files and _sha256(p) == self.files[rel]
 
     def check_writable(self, paths) -> None:
@@ -185,7 +194,21 @@ class RunFolder:
             )
 
     def save(self) -> None:
-        write_json(self.path / MANIFEST, {"files": dict(sorted(self.files.items()))})
+        data: dict = {"files": dict(sorted(self.files.items()))}
+        if self.writing:
+            data["writing"] = sorted(self.writing)
+        write_json(self.path / MANIFEST, data)
+
+    def claim(self, *paths: str | os.PathLike) -> None:
+        """Claim ``paths`` for a process of the run that is about to write them (a chapter's worker and
+        its kernel): until :meth:`record` records them they are the run's whatever their bytes, so that a
+        run killed before it could record them (``SIGKILL``, a power cut) resumes over its own partial
+        files. Each path must be :meth:`owns`-writable now (refused otherwise, nothing claimed)."""
+        self._load()
+        rels = [self.rel(p) for p in paths]
+        self.check_writable(rels)
+        self.writing.update(rels)
+        self.save()
 
     def record(self, *paths: str | os.PathLike, save: bool = True) -> None:
         """Record the files ``paths`` (a folder: every file under it) as written by the run."""
@@ -193,6 +216,7 @@ class RunFolder:
         for path in paths:
             rel = self.rel(path)
             full = self.path / rel
+            self.writing.discard(rel)
             if full.is_dir():
                 for dirpath, _dirs, names in os.walk(full):
                     for name in names:
@@ -223,9 +247,10 @@ class RunFolder:
         self._load()
         rel = self.rel(path)
         full = self.path / rel
-        if full.is_file() and rel in self.files and self.owns(rel):
+        if full.is_file() and (rel in self.files or rel in self.writing) and self.owns(rel):
             full.unlink()
-        if not full.exists() and self.files.pop(rel, None) is not None:
+        if not full.exists() and (self.files.pop(rel, None) is not None or rel in self.writing):
+            self.writing.discard(rel)
             self.save()
 
     def snapshot(self, folder: str | os.PathLike) -> dict[str, tuple[int, int]]:
@@ -249,6 +274,7 @@ class RunFolder:
         for rel in changed:
             if Path(rel).name not in _OWN:
                 self.files[rel] = _sha256(self.path / rel)
+                self.writing.discard(rel)
         self.save()
 
     def clear(self) -> list[str]:
@@ -269,7 +295,7 @@ class RunFolder:
                 "removed: move them away or give another --out"
             )
         removed, folders = [], set()
-        for rel in sorted(self.files):
+        for rel in sorted(set(self.files) | self.writing):
             full = self.path / rel
             if full.is_file() and not full.is_symlink():
                 full.unlink()
@@ -280,7 +306,7 @@ class RunFolder:
                 folder.rmdir()
             except OSError:
                 pass
-        self.files = {}
+        self.files, self.writing = {}, set()
         self.save()
         return removed
 

@@ -96,13 +96,23 @@ def test_killed_at_random_points_then_resumed_loses_nothing(book):
     assert set(reference) == {"slow0", "slow1", "slow2"} and all(len(v) == 2 for v in reference.values())
 
     rng = random.Random(20261203)
-    for trial in range(2):  # two random kill points; the Ctrl-C test adds a third stop
+    # two kill points, the Ctrl-C test adds a third stop: one at a random time of a random chapter, one
+    # once the second chapter's notebook is on disk and its kernel writes its log (nothing has recorded
+    # them yet: a resume that did not know them as the batch's would refuse to overwrite them)
+    for trial in range(2):
         out = runs / f"ci-kill{trial}"
         proc = batch_cli(book, "--out", str(out), "--jobs", "1")
-        chapter_k, starts = rng.randint(1, 3), 0
-        while starts < chapter_k:  # inside the k-th chapter, at a random time of it
+        chapter_k, starts = (rng.randint(1, 3), 0) if trial == 0 else (2, 0)
+        while starts < chapter_k:  # inside the k-th chapter
             starts += "started" in proc.stderr.readline()
-        time.sleep(rng.uniform(0.0, 2.5))
+        if trial == 0:
+            time.sleep(rng.uniform(0.0, 2.5))
+        else:
+            partial = [out / "book" / "slow1.ipynb", out / "logs" / "slow1.log"]
+            deadline = time.monotonic() + 60
+            while not (partial[0].exists() and partial[1].stat().st_size) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert partial[0].exists() and partial[1].stat().st_size, "the chapter wrote no notebook and no log"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         assert json.loads((out / "record.json").read_text())["parameters"] == {"scale": "ci"}  # still readable

@@ -246,3 +246,41 @@ def test_a_lock_that_cannot_be_removed_is_released_without_an_error(tmp_path, mo
     lock = RunLock(tmp_path)
     lock.acquire()  # the stale lock file locks nothing: a new batch may take the folder
     lock.release()
+
+
+def test_files_claimed_for_a_worker_are_the_runs_until_recorded_and_a_users_never_are(tmp_path):
+    """A chapter's notebook and log, claimed before its worker starts, may be overwritten after a kill
+    (nothing recorded them), cleared by --force, and are ordinary recorded files once recorded; a user's
+    file beside them is refused all along, and cannot be claimed."""
+    from bookrun.runfolder import RunFolder, mark_run_folder
+
+    run = tmp_path / "run"
+    run.mkdir()
+    mark_run_folder(run)
+    folder = RunFolder(run)
+    mine = user_files(run / "logs")
+    folder.write("logs/ch.log", "")
+    folder.claim("book/ch.ipynb", "logs/ch.log")
+    (run / "book").mkdir()
+    (run / "book" / "ch.ipynb").write_text('{"partial": true}')  # the worker, then a SIGKILL
+    (run / "logs" / "ch.log").write_text("kernel chatter\n")
+    again = RunFolder(run)  # the resumed batch reads the manifest again
+    assert again.writing == {"book/ch.ipynb", "logs/ch.log"}
+    again.check_writable(["book/ch.ipynb", "logs/ch.log"])  # its own partial files: no refusal
+    with pytest.raises(BatchError, match="did not write"):
+        again.check_writable(["logs/thesis.tex"])
+    with pytest.raises(BatchError, match="did not write"):
+        again.claim("logs/notes.md")
+    assert RunFolder(run).writing == {"book/ch.ipynb", "logs/ch.log"}  # a refused claim claims nothing
+    again.record("book/ch.ipynb", "logs/ch.log")
+    assert RunFolder(run).writing == set()
+    (run / "book" / "ch.ipynb").write_text("edited by hand")  # recorded, then changed: no longer the run's
+    with pytest.raises(BatchError, match="changed since"):
+        RunFolder(run).check_writable(["book/ch.ipynb"])
+    (run / "book" / "ch.ipynb").unlink()
+    folder = RunFolder(run)
+    folder.claim("book/ch.ipynb")
+    (run / "book" / "ch.ipynb").write_text("partial")
+    removed = RunFolder(run).clear()  # --force: the run's files, claimed ones included, never a user's
+    assert {"book/ch.ipynb", "logs/ch.log"} <= set(removed)
+    assert snapshot(run / "logs") == mine and RunFolder(run).writing == set()
