@@ -43,7 +43,8 @@ REFERENCE_RUNS: tuple[dict, ...] = (
     {
         # gelib batch --scale paper --chapters 'finite_size*' on the CI machine's kind, with another job
         # running beside it on its 2 cores (so more than it takes alone); the table matched the paper
-        # (largest |z| 0.56 for W1, 0.55 for KS). The matmul rate was not recorded, so it is not scaled.
+        # (largest |z| 0.56 for W1, 0.55 for KS, z then in combined 95 % half-widths, not standard errors).
+        # The matmul rate was not recorded, so it is not scaled.
         "machine": "2-core x86-64 CPU, no GPU (the CI machine's kind)",
         "accelerator": False,
         "scale": "paper",

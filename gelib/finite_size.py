@@ -10,9 +10,11 @@ same draws for both models (:func:`gelib.spectra.compare`). A row records
 * the first-moment shift ``mean(mu_MHA) / mean(mu_GE) - 1`` per seed and its
   leading-order prediction ``b(n, d_K)`` (:func:`gelib.spectra.mean_shift`);
 * where the row runs at the model's exact dimensions and the paper has a
-  value, the difference from the paper in units of the combined uncertainty,
-  ``z = (ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``, for the relative W1
-  and for the KS distance (Table D.2's second column).
+  value, the difference from the paper in units of the combined standard error,
+  ``z = (ours - paper) / sqrt(se_ours^2 + se_paper^2)``, for the relative W1
+  and for the KS distance (Table D.2's second column), and its check, a
+  two-sided Student-t test at :data:`~gelib.numerics.checks.CHECK_LEVEL`
+  (:func:`agreement`).
 
 Big rows get fewer seeds (:func:`row_seeds`, by the flops of one seed,
 :func:`gelib.spectra.seed_flops`), so that the exact table fits a CPU.
@@ -33,16 +35,19 @@ import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
+import scipy.stats
 from numpy.typing import ArrayLike
 
 from .config import AttentionConfig
 from .models import STEPS, centering_shift_exact, denominator_shift_exact, mha_shift_exact, sigma_mean_ratio
-from .numerics import MeanTest
+from .numerics import CHECK_LEVEL, MeanTest
 from .presets import PRESETS, Preset, get_preset
 from .spectra import Comparison, Summary, mean_shift, seed_flops, summarize
 
 __all__ = [
     "MIN_TESTED_SEEDS",
+    "PAPER_Q95",
+    "agreement",
     "shrink",
     "row_seeds",
     "mean_shifts",
@@ -118,9 +123,27 @@ def row_seeds(cfg: AttentionConfig, seeds: int, fewest: int, gflop: float) -> in
     return seeds if seed_flops(cfg)["total"] <= gflop * 1e9 else fewest
 
 
-def _z(ours: Summary, paper: tuple[float, float]) -> float:
-    """``(ours - paper) / sqrt(ci_ours^2 + ci_paper^2)``."""
-    return (ours.mean - paper[0]) / math.hypot(ours.ci95, paper[1])
+#: The quantile by which the paper's 95 % half-widths are read as standard errors: the normal one, since the
+#: paper's seed count is not known (only its abstract, tables and captions are). A Student-t interval over few
+#: seeds has a larger quantile, so a smaller standard error: the normal quantile gives the paper's largest.
+PAPER_Q95 = float(scipy.stats.norm.ppf(0.975))
+
+
+def agreement(ours: Summary, paper: tuple[float, float], level: float = CHECK_LEVEL) -> MeanTest:
+    """A row's distance against the paper's ``(mean, 95 % half-width)``, as a stated test.
+
+    The statistic is ``(ours - paper) / sqrt(se_ours^2 + se_paper^2)``: ``se_ours`` our 95 % half-width over
+    its Student-t quantile (``ours.count - 1`` degrees of freedom), ``se_paper`` the paper's over
+    :data:`PAPER_Q95`. It is tested two-sided at ``level`` with the Student-t quantile of our seeds less
+    one degrees of freedom, the conservative choice (Welch-Satterthwaite would need the paper's seed
+    count): :attr:`~gelib.numerics.MeanTest.quantile` is the tolerance in combined standard errors, and
+    :attr:`~gelib.numerics.MeanTest.catch` the distance from the paper's value caught half the time
+    (the noncentral t on the same degrees of freedom, the measured standard errors standing for the true;
+    where the paper's standard error dominates, the statistic is nearer a normal one and that distance is
+    caught a little less often, 0.48 of the time at 20 seeds).
+    """
+    se = math.hypot(ours.ci95 / float(scipy.stats.t.ppf(0.975, ours.count - 1)), paper[1] / PAPER_Q95)
+    return MeanTest(float(ours.mean), se, int(ours.count), float(paper[0]), level)
 
 
 def mean_shifts(res: Comparison) -> np.ndarray:
@@ -144,8 +167,8 @@ class TableRow:
     ``shift_exact`` the exact expected shift (%, :func:`gelib.models.mha_shift_exact`;
     ``None`` for a tied layer);
     ``paper`` the paper's ``(mean, ci95)`` in per cent or ``None``; ``z`` the
-    agreement with it, ``None`` unless the row runs at exact dimensions
-    (``s == 1``) with at least :data:`MIN_TESTED_SEEDS` seeds and the paper has a value;
+    statistic of the agreement with it (:func:`agreement`), ``None`` unless the row runs at exact
+    dimensions (``s == 1``) with at least :data:`MIN_TESTED_SEEDS` seeds and the paper has a value;
     ``paper_ks`` and ``z_ks`` the same for the KS distance.
     """
 
@@ -165,14 +188,25 @@ class TableRow:
     z_ks: float | None = None
     shift_exact: float | None = None
 
-    def detects(self, ks: bool = False) -> float | None:
-        """The smallest ``|ours - paper|`` that fails the agreement check ``|z| < 2``: its power.
-
-        ``2 hypot(ci95, paper's ci95)``, in the column's units (per cent for W1); ``None`` where
-        the row is not tested (``z`` is ``None``).
-        """
+    def agreement(self, ks: bool = False) -> MeanTest | None:
+        """The check of the relative W1 (of the KS distance, ``ks``) against the paper's (:func:`agreement`);
+        ``None`` where the row is not tested (``z`` is ``None``)."""
         ours, paper, z = (self.ks, self.paper_ks, self.z_ks) if ks else (self.rel, self.paper, self.z)
-        return None if z is None or paper is None else 2 * math.hypot(ours.ci95, paper[1])
+        return None if z is None or paper is None else agreement(ours, paper)
+
+    @property
+    def agrees(self) -> bool:
+        """Every column tested against the paper passes its check (:meth:`agreement`); true for a row not tested."""
+        return all(t is None or t.passes for t in (self.agreement(), self.agreement(ks=True)))
+
+    def detects(self, ks: bool = False) -> float | None:
+        """The smallest ``|ours - paper|`` that the agreement check catches half the time: its power.
+
+        :attr:`~gelib.numerics.MeanTest.catch` of :meth:`agreement`, in the column's units (per cent
+        for W1); ``None`` where the row is not tested (``z`` is ``None``).
+        """
+        t = self.agreement(ks)
+        return None if t is None else t.catch
 
     @property
     def shift_test(self) -> MeanTest:
@@ -205,8 +239,8 @@ def table_row(name: str, cfg: AttentionConfig, s: int, res: Comparison) -> Table
     shift = mean_shifts(res)
     rel, ks = summarize(100 * res.rel_w1), summarize(res.ks)
     tested = s == 1 and rel.count >= MIN_TESTED_SEEDS
-    z = _z(rel, p.paper_rel_w1) if tested and p.paper_rel_w1 is not None else None
-    z_ks = _z(ks, p.paper_ks) if tested and p.paper_ks is not None else None
+    z = agreement(rel, p.paper_rel_w1).z if tested and p.paper_rel_w1 is not None else None
+    z_ks = agreement(ks, p.paper_ks).z if tested and p.paper_ks is not None else None
     return TableRow(
         name=name,
         title=p.title,
@@ -343,16 +377,20 @@ def plan_text(plan: Mapping[str, tuple[AttentionConfig, int]], seeds: Mapping, s
 def row_numbers(row: TableRow | None) -> dict[str, float]:
     """A row's numbers for the prose, as floats: ``n``, ``s`` (shrunk by, 1 for exact), ``floor``
     (:func:`full_size_floor`, the model's full size), ``seeds``, ``rel`` and ``rel_ci`` (relative W1, %),
-    ``ks`` and ``ks_ci``, ``z`` and ``z_ks``, and ``detects`` and ``detects_ks``
-    (:meth:`~gelib.finite_size.TableRow.detects`).
+    ``ks`` and ``ks_ci``, ``z`` and ``z_ks``, ``detects`` and ``detects_ks``
+    (:meth:`~gelib.finite_size.TableRow.detects`), and ``tol_se`` and ``level`` (in %): the tolerance of
+    the agreement check in combined standard errors, and its level (:meth:`~gelib.finite_size.TableRow.agreement`).
 
     ``nan`` for what the row lacks (``z`` of a shrunk row) and for every number when ``row`` is ``None``
     (a table run without that preset).
     """
     if row is None:
         return dict.fromkeys(
-            ("n", "seeds", "rel", "rel_ci", "ks", "ks_ci", "z", "z_ks", "detects", "detects_ks", "s", "floor"), math.nan
+            ("n", "seeds", "rel", "rel_ci", "ks", "ks_ci", "z", "z_ks", "detects", "detects_ks", "s", "floor")
+            + ("tol_se", "level"),
+            math.nan,
         )
+    test = row.agreement()
     values = dict(
         n=row.cfg.n,
         s=row.s,
@@ -366,16 +404,20 @@ def row_numbers(row: TableRow | None) -> dict[str, float]:
         z_ks=row.z_ks,
         detects=row.detects(),
         detects_ks=row.detects(ks=True),
+        tol_se=None if test is None else test.quantile,
+        level=None if test is None else 100 * test.level,
     )
     return {name: math.nan if value is None else float(value) for name, value in values.items()}
 
 
 def paper_numbers(name: str) -> dict[str, float]:
     """The paper's Table D.2 row of the preset ``name``, as floats: ``rel`` and ``rel_ci`` (relative W1, %),
-    ``ks`` and ``ks_ci``, and its ``n``; ``nan`` for a column the paper does not have."""
+    ``ks`` and ``ks_ci``, its ``n``, and ``q`` (:data:`PAPER_Q95`, by which its half-widths are read as
+    standard errors); ``nan`` for a column the paper does not have."""
     p = get_preset(name)
     rel, ks = p.paper_rel_w1 or (math.nan, math.nan), p.paper_ks or (math.nan, math.nan)
-    return {k: float(v) for k, v in dict(rel=rel[0], rel_ci=rel[1], ks=ks[0], ks_ci=ks[1], n=p.n).items()}
+    numbers = dict(rel=rel[0], rel_ci=rel[1], ks=ks[0], ks_ci=ks[1], n=p.n, q=PAPER_Q95)
+    return {k: float(v) for k, v in numbers.items()}
 
 
 def shift_predictions_text(names: Iterable[str], beta: float = 1.0) -> str:

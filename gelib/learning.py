@@ -78,6 +78,7 @@ __all__ = [
     "scaled_count",
     "shrink",
     "scale_note",
+    "study_note",
     "layer_table",
     "range_table",
     "on_width_boundary",
@@ -513,14 +514,21 @@ def shrink(cfg: AttentionConfig, s: float) -> AttentionConfig:
     return cfg.replace(n=n, d=d, d_o=d_o, h=h, h_kv=h_kv)
 
 
-def scale_note(scale: str, n: int, n_paper: int = 4096, markers: bool = True) -> str:
+def scale_note(scale: str, n: int, n_paper: int = 4096, markers: bool = True, dashed: bool = True) -> str:
     """The figure subtitle: curves at Table D.3's dimensions, markers at the scale's ``n`` (``n_paper`` there).
 
-    ``markers=False``: for a figure drawn at Table D.3's dimensions only, with no markers and no
-    curve of the shrunk layers (the map of Figure 2(b)).
+    ``n`` is the markers' own context length and ``n_paper`` that of the figure's Table D.3 row (8192 for
+    Figure 2(d)); ``dashed``: the figure draws the limit law at the markers' own dimensions, dashed, beside
+    them (``False`` where the markers share the curves' limit law, as in Figure 3(b)); ``markers=False``:
+    for a figure drawn at Table D.3's dimensions only, with no markers and no curve of the shrunk layers
+    (the map of Figure 2(b)).
 
     >>> scale_note("ci", 256)
     'scale ci: curves at Table D.3, markers (and dashed) at n = 256, Table D.3 × 1/16'
+    >>> scale_note("ci", 512, n_paper=8192)
+    'scale ci: curves at Table D.3, markers (and dashed) at n = 512, Table D.3 × 1/16'
+    >>> scale_note("ci", 256, dashed=False)
+    'scale ci: curves at Table D.3, markers at n = 256, Table D.3 × 1/16'
     >>> scale_note("paper", 4096)
     'scale paper: curves and markers at Table D.3 (n = 4096)'
     >>> scale_note("ci", 256, markers=False)
@@ -531,8 +539,23 @@ def scale_note(scale: str, n: int, n_paper: int = 4096, markers: bool = True) ->
     s = n / n_paper
     if s == 1:
         return f"scale {scale}: curves and markers at Table D.3 (n = {n})"
-    factor = f"{s:g}" if s > 1 else f"1/{1 / s:g}"
-    return f"scale {scale}: curves at Table D.3, markers (and dashed) at n = {n}, Table D.3 × {factor}"
+    what = "markers (and dashed)" if dashed else "markers"
+    return f"scale {scale}: curves at Table D.3, {what} at n = {n}, Table D.3 × {_factor(s)}"
+
+
+def _factor(s: float) -> str:
+    """``0.125 -> '1/8'``, ``2 -> '2'``: a scale factor as the subtitles write it."""
+    return f"{s:g}" if s >= 1 else f"1/{1 / s:g}"
+
+
+def study_note(scale: str, ns: Sequence[int], s: float) -> str:
+    """The subtitle of a study at several sizes with fixed ratios (no curves): the markers' ``ns`` and the
+    factor ``s`` by which their layers' head counts shrink Table D.3's (:func:`shrink`), whose ratios they keep.
+
+    >>> study_note("ci", (128, 256, 512), 1 / 8)
+    'scale ci: no curves; markers at n = 128, 256, 512, the ratios of Table D.3 × 1/8'
+    """
+    return f"scale {scale}: no curves; markers at n = {', '.join(map(str, ns))}, the ratios of Table D.3 × {_factor(s)}"
 
 
 def layer_table(groups: dict[str, Sequence[AttentionConfig]]) -> str:

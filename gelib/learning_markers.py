@@ -43,6 +43,8 @@ from .keys import stream
 from .learning import expect
 from .models import mha_shift_exact
 from .moment_checks import first_moment_bias
+from .numerics import MeanTest
+from .numerics.checks import catch_ncp
 from .spectra import Summary, estimate_seconds, model_spectra, summarize
 
 __all__ = [
@@ -299,6 +301,19 @@ ALTERNATIVE_RATE = 0.5
 MARKER_LEVEL = 1e-3
 
 
+def _threshold(gap: float, seeds: int, level: float) -> float:
+    """The widest 95 % Student-t half-width (over ``seeds`` values) at which a one-sided test at ``level``
+    excludes a value ``gap`` from the truth with probability ``1 - level``: the standard error
+    ``gap / catch_ncp(seeds, level, 1 - level, one_sided=True)`` (:func:`gelib.numerics.checks.catch_ncp`,
+    the measured standard error standing for the true one) times ``t_{0.975, seeds - 1}``. Below it, the
+    exclusion fails a correct value with probability at most ``level``; whatever the width, a true value at
+    the excluded bound is excluded with probability at most ``level``."""
+    if seeds < 2:
+        return math.nan
+    ncp = catch_ncp(seeds, level, 1 - level, one_sided=True)
+    return gap / ncp * float(scipy.stats.t.ppf(0.975, seeds - 1))
+
+
 def _se(ci: float, seeds: int) -> float:
     """The standard error behind a 95 % Student-t half-width ``ci`` over ``seeds`` seeds (nan below 2)."""
     return ci / float(scipy.stats.t.ppf(0.975, seeds - 1)) if seeds >= 2 else math.nan
@@ -462,9 +477,18 @@ class Convergence:
     ``departures``: per ``n``, the summary over seeds of ``value / shifted prediction - 1``;
     ``slope`` and ``ci95``: the fitted exponent of ``|departure| ~ n^slope``
     (weighted least squares of ``log |departure|`` on ``log n``, each point weighted by its
-    delta-method variance ``(se / mean)^2``, a Student-t 95 % interval); ``rate``: the predicted
-    order (:data:`DEPARTURE_RATE`); ``alternative``: the slower order the interval must exclude
-    (:data:`ALTERNATIVE_RATE`); ``layers``: the layer at each ``n``.
+    delta-method variance ``(se / mean)^2``, a Student-t 95 % interval with :attr:`dof` degrees of
+    freedom, :func:`_log_slope`); ``rate``: the predicted order (:data:`DEPARTURE_RATE`);
+    ``alternative``: the slower order the slope must exclude where it can (:data:`ALTERNATIVE_RATE`);
+    ``layers``: the layer at each ``n``; ``level``: the level of every test (:data:`MARKER_LEVEL`).
+
+    Every verdict is a stated Student-t test at ``level`` on the slope's standard error
+    :attr:`se` with :attr:`dof` degrees of freedom: the slope against ``-rate``, two-sided
+    (:attr:`test`); 0 (no shrinking) and ``-alternative`` excluded from above, one-sided
+    (:meth:`exclusion`), each asserted only where it would pass a slope of ``-rate`` with probability
+    at least ``1 - level`` (:attr:`tells_shrinking`, :attr:`separates`), so that a correct rate fails
+    no part of the check with probability above ``level``, and a wrong one (0 or ``-alternative``)
+    passes the exclusion asserted against it with probability at most ``level``.
     """
 
     label: str
@@ -475,52 +499,112 @@ class Convergence:
     rate: float = DEPARTURE_RATE
     alternative: float = ALTERNATIVE_RATE
     layers: tuple = ()
+    level: float = MARKER_LEVEL
+
+    @property
+    def dof(self) -> int:
+        """The degrees of freedom of the slope's interval: the fewest seeds of a departure, less 1."""
+        return min(d.count for d in self.departures) - 1
+
+    @property
+    def se(self) -> float:
+        """The standard error of :attr:`slope`, ``ci95`` over the 0.975 quantile of Student's t with :attr:`dof`."""
+        return _se(self.ci95, self.dof + 1)
+
+    @property
+    def departure_tests(self) -> tuple[MeanTest, ...]:
+        """Each departure's mean against 0, a two-sided Student-t test at ``level`` over its seeds."""
+        return tuple(MeanTest.of(d, 0.0, self.level) for d in self.departures)
 
     @property
     def resolved(self) -> bool:
-        """Every departure at least twice its 95 % half-width from 0 (else its log has no meaning)."""
-        return all(abs(d.mean) >= 2 * d.ci95 for d in self.departures)
+        """Every departure resolved from 0 (else its log has no meaning): each fails its test of 0
+        (:attr:`departure_tests`, beyond ``t_{1 - level/2, seeds - 1}`` standard errors), which a
+        departure that is 0 at some ``n`` passes with probability ``1 - level``."""
+        return all(not t.passes for t in self.departure_tests)
+
+    @property
+    def test(self) -> MeanTest:
+        """The slope against ``-rate``: two-sided, at ``level``, :attr:`dof` degrees of freedom; its
+        :attr:`~gelib.numerics.MeanTest.catch` is the smallest error of the slope caught half the time."""
+        return MeanTest(self.slope, self.se, self.dof + 1, -self.rate, self.level)
+
+    def exclusion(self, bound: float) -> MeanTest:
+        """The one-sided test of the slope against ``bound`` at ``level``: ``bound`` is excluded where the
+        slope lies below it by more than ``t_{1 - level, dof}`` standard errors
+        (:attr:`~gelib.numerics.MeanTest.below`)."""
+        return MeanTest(self.slope, self.se, self.dof + 1, bound, self.level, one_sided=True)
+
+    def threshold(self, bound: float) -> float:
+        """The widest 95 % half-width at which the exclusion of ``bound`` is asserted: where the exclusion
+        would pass a slope of ``-rate`` with probability ``1 - level`` (:func:`_threshold`)."""
+        return _threshold(abs(bound + self.rate), self.dof + 1, self.level)
+
+    @property
+    def tells_shrinking(self) -> bool:
+        """Resolved, and ``ci95`` within :meth:`threshold` of 0: the exclusion of 0 (the departure does
+        not shrink) is asserted."""
+        return self.resolved and self.ci95 <= self.threshold(0.0)
+
+    @property
+    def shrinks(self) -> bool:
+        """The slope below 0 by the one-sided test at ``level`` (:meth:`exclusion` of 0)."""
+        return self.exclusion(0.0).below
 
     @property
     def separates(self) -> bool:
-        """Resolved, and an interval narrow enough to tell ``-rate`` from ``-alternative`` (``ci95`` below
-        half their distance): only then is ``n^{-rate}`` asserted against ``n^{-alternative}``."""
-        return self.resolved and self.ci95 < abs(self.rate - self.alternative) / 2
+        """Resolved, and ``ci95`` within :meth:`threshold` of ``-alternative``: only then is ``n^{-rate}``
+        asserted against ``n^{-alternative}``."""
+        return self.resolved and self.ci95 <= self.threshold(-self.alternative)
 
     @property
     def excludes_alternative(self) -> bool:
-        """The interval below ``-alternative``: the slope tells ``n^{-rate}`` from ``n^{-alternative}``."""
-        return self.slope + self.ci95 < -self.alternative
+        """The slope below ``-alternative`` by the one-sided test at ``level`` (:meth:`exclusion`)."""
+        return self.exclusion(-self.alternative).below
 
     @property
     def consistent(self) -> bool:
-        """Resolved, the predicted slope ``-rate`` inside the interval, the interval below 0 (the departure
-        shrinks), and, where the interval :attr:`separates` the two rates, below ``-alternative``:
-        ``n^{-1/2}`` is excluded wherever ``1 / n`` is told from it."""
-        shrinks = self.resolved and abs(self.slope + self.rate) <= self.ci95 and self.slope + self.ci95 < 0
-        return shrinks and (not self.separates or self.excludes_alternative)
+        """Resolved, the slope passing its test of ``-rate`` (:attr:`test`), 0 excluded wherever that is
+        asserted (:attr:`tells_shrinking`: the departure shrinks), and ``-alternative`` excluded wherever
+        that is (:attr:`separates`): ``n^{-1/2}`` is excluded wherever ``1 / n`` is told from it."""
+        return (
+            self.resolved
+            and self.test.passes
+            and (self.shrinks or not self.tells_shrinking)
+            and (self.excludes_alternative or not self.separates)
+        )
 
     def describe(self) -> str:
-        """The verdict in words, naming the condition that decides it: not resolved; ``-rate`` outside the
-        interval or the interval not below 0 (fails); ``-alternative`` excluded by an interval that
-        :attr:`separates` (asserted); or an interval wider than the threshold of
-        :attr:`separates`, which then asserts the shrinking only, whether or not it happens to exclude
-        ``-alternative``.
+        """The verdict in words, naming the condition that decides it and each tolerance in standard errors:
+        not resolved; ``-rate`` off by more than the tolerance, or an exclusion asserted that fails (fails);
+        or the test passed, with each exclusion asserted or, where the interval is wider than its
+        :meth:`threshold`, reported (excluded or not) and not asserted.
         """
         fit, rate, alt = f"slope {self.slope:.2f} ± {self.ci95:.2f}", f"-{self.rate:g}", f"-{self.alternative:g}"
         if not self.resolved:
-            return f"{fit}, not resolved from 0 at every n: not asserted"
-        failed = [f"{rate} outside the interval"] * (abs(self.slope + self.rate) > self.ci95)
-        failed += ["the interval not below 0"] * (self.slope + self.ci95 >= 0)
+            q = max(t.quantile for t in self.departure_tests)
+            return f"{fit}, not resolved from 0 at every n (within {q:.1f} SE of 0 somewhere): not asserted"
+        t = self.test
+        failed = [f"{rate} {abs(t.z):.1f} SE off, beyond its {t.quantile:.1f} SE"] * (not t.passes)
+        failed += ["0 not excluded"] * (self.tells_shrinking and not self.shrinks)
+        failed += [f"{alt} not excluded"] * (self.separates and not self.excludes_alternative)
         if failed:
             return f"{fit}: FAILS, {' and '.join(failed)}"
-        if self.separates:  # narrower than half the gap, with -rate inside: -alternative is outside
-            return f"{fit}: {rate} inside, {alt} excluded (asserted)"
-        gap = abs(self.rate - self.alternative) / 2
-        width = f"± {self.ci95:.2f} is wider than the ± {gap:g} that tells {rate} from {alt}"
-        if self.excludes_alternative:
-            return f"{fit}: {rate} inside and below 0 (asserted); {alt} outside it too, but not asserted: {width}"
-        return f"{fit}: {rate} inside and below 0 (asserted); {alt} inside it too, not excluded: {width}"
+        asserted = [f"{rate} within {t.quantile:.1f} SE (z = {t.z:+.1f}; catches a slope {t.catch:.2f} off)"]
+        notes = []
+        for bound, name, told, out in (
+            (0.0, "0", self.tells_shrinking, self.shrinks),
+            (-self.alternative, alt, self.separates, self.excludes_alternative),
+        ):
+            if told:
+                asserted.append(f"{name} excluded")
+            else:
+                seen = "excluded too" if out else "not excluded"
+                width = (
+                    f"± {self.ci95:.2f} is wider than the ± {self.threshold(bound):.2f} that tells {rate} from {name}"
+                )
+                notes.append(f"{name} {seen}, not asserted: {width}")
+        return f"{fit}: {', '.join(asserted)} (asserted)" + "".join(f"; {n}" for n in notes)
 
 
 def convergence(
@@ -557,23 +641,29 @@ class ShrinkRate:
     (:attr:`Marker.departure`) over its markers with a companion; over the ``layers`` layers,
     ``half`` (the mean at ``n / 2``) with its Student-t 95 % half-width ``half_ci``, and ``ratio``,
     the sum of the departures at ``n`` over the sum at ``n / 2``, with its 95 % half-width
-    ``ci95`` (delta method, from the layers' spread: ``nan`` below three layers). ``expected``:
-    ``2^-rate`` (1/2 for :data:`DEPARTURE_RATE`); an error that does not shrink gives 1;
-    ``alternative``: ``2^-ALTERNATIVE_RATE`` (``2^{-1/2}``), what departures shrinking like
-    ``n^{-1/2}`` give.
+    ``ci95`` (delta method, from the layers' spread, Student's t with ``layers - 1`` degrees of
+    freedom: ``nan`` below three layers). ``expected``: ``2^-rate`` (1/2 for
+    :data:`DEPARTURE_RATE`); an error that does not shrink gives 1; ``alternative``:
+    ``2^-ALTERNATIVE_RATE`` (``2^{-1/2}``), what departures shrinking like ``n^{-1/2}`` give;
+    ``level``: the level of every test (:data:`MARKER_LEVEL`).
 
-    Two verdicts, by what the interval can tell apart: where it is narrow enough to tell
-    ``expected`` from ``alternative`` (:attr:`separates`) the rate ``1 / n`` is asserted, and the
-    interval must exclude ``alternative``; where it can tell ``expected`` from 1 only
-    (:attr:`asserted` but not :attr:`separates`) only the shrinking is asserted (1 excluded), and
-    :meth:`describe` says that ``n^{-1/2}`` is not excluded.
+    Every verdict is a stated Student-t test at ``level`` on the ratio's standard error :attr:`se`
+    with ``layers - 1`` degrees of freedom: the ratio against ``expected``, two-sided (:attr:`test`,
+    its tolerance in standard errors and the error it catches half the time), and 1 and
+    ``alternative`` excluded from above, one-sided (:meth:`exclusion`). An exclusion is asserted only
+    where it would pass a ratio at ``expected`` with probability at least ``1 - level``
+    (:meth:`threshold`): where the interval can tell ``expected`` from 1 (:attr:`asserted`) the
+    shrinking is asserted, and where it can also tell it from ``alternative`` (:attr:`separates`)
+    the rate ``1 / n``; otherwise :meth:`describe` says what is not excluded. A correct rate then
+    fails with probability at most about ``level`` per part, and an error that does not shrink (or
+    one that shrinks like ``n^{-1/2}``, where it separates) passes with probability at most ``level``.
 
     A ratio of means is consistent where a ratio per marker is not: the seed noise of the
     departures at ``n / 2`` averages out of the denominator instead of biasing it. Departures of
     opposite signs cancel in the sums, which costs power, not validity: the check is asserted
-    only when its interval is narrow enough to tell 1/2 from 1 (:attr:`asserted`), which also
-    puts the mean at ``n / 2`` several standard errors from 0, so that requiring it resolved
-    selects it little.
+    only when its interval is narrow enough to tell 1/2 from 1 (:attr:`asserted`), and the mean at
+    ``n / 2`` must be resolved from 0 by the same test (:attr:`resolved`), so that the delta
+    method's denominator is not near 0.
     """
 
     layers: int
@@ -584,37 +674,69 @@ class ShrinkRate:
     ci95: float
     expected: float = 2.0**-DEPARTURE_RATE
     alternative: float = 2.0**-ALTERNATIVE_RATE
+    level: float = MARKER_LEVEL
 
     #: The fewest layers for a verdict, see :attr:`asserted`.
     MIN_LAYERS = 3
 
     @property
+    def se(self) -> float:
+        """The standard error of :attr:`ratio`, ``ci95`` over the 0.975 quantile of Student's t with
+        ``layers - 1`` degrees of freedom (``nan`` below :attr:`MIN_LAYERS`)."""
+        return _se(self.ci95, self.layers) if self.layers >= self.MIN_LAYERS else math.nan
+
+    @property
+    def half_test(self) -> MeanTest:
+        """The mean departure at ``n / 2`` against 0: two-sided, at ``level``, ``layers - 1`` degrees of freedom."""
+        return MeanTest(self.half, _se(self.half_ci, self.layers), self.layers, 0.0, self.level)
+
+    @property
+    def test(self) -> MeanTest:
+        """The ratio against ``expected``: two-sided, at ``level``, ``layers - 1`` degrees of freedom; its
+        :attr:`~gelib.numerics.MeanTest.catch` is the smallest departure of the ratio from ``expected``
+        that it catches half the time."""
+        return MeanTest(self.ratio, self.se, self.layers, self.expected, self.level)
+
+    def exclusion(self, bound: float) -> MeanTest:
+        """The one-sided test of the ratio against ``bound`` at ``level``: ``bound`` is excluded where the
+        ratio lies below it by more than ``t_{1 - level, layers - 1}`` standard errors
+        (:attr:`~gelib.numerics.MeanTest.below`)."""
+        return MeanTest(self.ratio, self.se, self.layers, bound, self.level, one_sided=True)
+
+    def threshold(self, bound: float) -> float:
+        """The widest 95 % half-width at which the exclusion of ``bound`` is asserted: where it would pass a
+        ratio at ``expected`` with probability ``1 - level`` (:func:`_threshold`; ``nan`` below
+        :attr:`MIN_LAYERS`)."""
+        return _threshold(abs(bound - self.expected), self.layers, self.level) if self.layers >= 2 else math.nan
+
+    @property
     def resolved(self) -> bool:
-        """Enough layers (:attr:`MIN_LAYERS`) and a departure at ``n / 2`` resolved from 0: something to shrink."""
-        return self.layers >= self.MIN_LAYERS and abs(self.half) > self.half_ci
+        """Enough layers (:attr:`MIN_LAYERS`) and a departure at ``n / 2`` resolved from 0 (failing its test of
+        0, :attr:`half_test`): something to shrink."""
+        return self.layers >= self.MIN_LAYERS and not self.half_test.passes
 
     @property
     def asserted(self) -> bool:
-        """:attr:`resolved`, and an interval narrow enough to tell ``expected`` from 1 (``ci95`` below half
-        their distance): only then can the check fail for an error that does not shrink."""
-        return self.resolved and self.ci95 < abs(1 - self.expected) / 2
+        """:attr:`resolved`, and ``ci95`` within :meth:`threshold` of 1: only then can the check fail for an
+        error that does not shrink without failing a correct rate."""
+        return self.resolved and self.ci95 <= self.threshold(1.0)
 
     @property
     def separates(self) -> bool:
-        """:attr:`asserted`, and an interval narrow enough to tell ``expected`` from ``alternative``
-        (``ci95`` below half their distance): only then is the rate ``1 / n`` itself asserted."""
-        return self.asserted and self.ci95 < abs(self.alternative - self.expected) / 2
+        """:attr:`asserted`, and ``ci95`` within :meth:`threshold` of ``alternative``: only then is the rate
+        ``1 / n`` itself asserted."""
+        return self.asserted and self.ci95 <= self.threshold(self.alternative)
 
     @property
     def consistent(self) -> bool:
-        """:attr:`ratio` within twice its 95 % half-width of ``expected`` (the book's rule), 1 (no
-        shrinking) above its 95 % interval, and, where the interval :attr:`separates` the rates,
-        ``alternative`` above it too."""
-        shrinks = abs(self.ratio - self.expected) <= 2 * self.ci95 and self.ratio + self.ci95 < 1
-        return shrinks and (not self.separates or self.ratio + self.ci95 < self.alternative)
+        """The ratio passing its test of ``expected`` (:attr:`test`), 1 (no shrinking) excluded
+        (:meth:`exclusion`), and, where the interval :attr:`separates` the rates, ``alternative``
+        excluded too."""
+        shrinks = self.test.passes and self.exclusion(1.0).below
+        return shrinks and (not self.separates or self.exclusion(self.alternative).below)
 
     def describe(self) -> str:
-        """The result in words, for a chapter's prose.
+        """The result in words, for a chapter's prose, each tolerance in standard errors.
 
         >>> ShrinkRate(0, 0, math.nan, math.nan, math.nan, math.nan).describe()
         'not measured: no marker has a half-size companion at this scale'
@@ -624,27 +746,37 @@ class ShrinkRate:
         if self.layers < self.MIN_LAYERS:
             plural = "s" if self.layers > 1 else ""
             return f"not asserted: {self.layers} layer{plural} with a companion (at least {self.MIN_LAYERS} needed)"
+        h = self.half_test
         if not self.resolved:
             return (
                 f"not asserted: the departures at n/2, {100 * self.half:+.1f} % ± {100 * self.half_ci:.1f} "
-                f"over {self.layers} layers, are not resolved from 0"
+                f"over {self.layers} layers, are not resolved from 0 ({abs(h.z):.1f} SE, {h.quantile:.1f} needed)"
             )
         if not self.asserted:
             return (
                 f"not asserted: at n, {self.ratio:.2f} ± {self.ci95:.2f} of the departure at n/2 over "
-                f"{self.layers} layers, too wide to tell {self.expected:g} from 1"
+                f"{self.layers} layers, too wide to tell {self.expected:g} from 1 "
+                f"(± {self.threshold(1.0):.3f} needed)"
             )
+        t, alt = self.test, f"{self.alternative:.3f} (n^-{ALTERNATIVE_RATE:g})"
         measured = (
             f"at n, {self.ratio:.2f} ± {self.ci95:.2f} of the departure at n/2 ({100 * self.half:+.1f} % ± "
             f"{100 * self.half_ci:.1f}; {self.expected:g} predicted, 1 if it did not shrink), over {self.layers} "
-            "layers"
+            f"layers; tested against {self.expected:g} within {t.quantile:.1f} SE (z = {t.z:+.1f}; catches a ratio "
+            f"{t.catch:.2f} off)"
         )
+        failed = [f"{self.expected:g} {abs(t.z):.1f} SE off, beyond its {t.quantile:.1f} SE"] * (not t.passes)
+        failed += ["1 not excluded"] * (not self.exclusion(1.0).below)
+        failed += [f"{alt} not excluded"] * (self.separates and not self.exclusion(self.alternative).below)
+        if failed:
+            return f"{measured}: FAILS, {' and '.join(failed)}"
         if not self.separates:
+            seen = "excluded too" if self.exclusion(self.alternative).below else "not excluded"
             return (
                 f"{measured}: asserted that they shrink (1 excluded); too wide to tell {self.expected:g} "
-                f"from {self.alternative:.3f} (n^-{ALTERNATIVE_RATE:g}), which is not excluded"
+                f"from {alt} (± {self.threshold(self.alternative):.3f} needed), which is {seen}, not asserted"
             )
-        return f"{measured}: asserted, {self.alternative:.3f} (n^-{ALTERNATIVE_RATE:g}) excluded"
+        return f"{measured}: asserted, 1 and {alt} excluded"
 
 
 class MarkerTable:
@@ -879,13 +1011,22 @@ class MarkerTable:
         expected = 2.0**-self.rate
         if k < ShrinkRate.MIN_LAYERS:
             mean = pairs.mean(axis=0) if k else np.full(2, math.nan)
-            return ShrinkRate(k, count, float(mean[0]), math.nan, float(mean[1] / mean[0]), math.nan, expected)
+            return ShrinkRate(
+                k, count, float(mean[0]), math.nan, float(mean[1] / mean[0]), math.nan, expected, level=self.level
+            )
         q = float(scipy.stats.t.ppf(0.975, k - 1))
         (x, y), cov = pairs.mean(axis=0), np.cov(pairs, rowvar=False) / k
         ratio = y / x
         var = (cov[1, 1] - 2 * ratio * cov[0, 1] + ratio**2 * cov[0, 0]) / x**2
         return ShrinkRate(
-            k, count, float(x), q * math.sqrt(cov[0, 0]), float(ratio), q * math.sqrt(max(var, 0.0)), expected
+            k,
+            count,
+            float(x),
+            q * math.sqrt(cov[0, 0]),
+            float(ratio),
+            q * math.sqrt(max(var, 0.0)),
+            expected,
+            level=self.level,
         )
 
     def verify(self) -> None:
@@ -983,7 +1124,11 @@ class MarkerTable:
         ``max-power`` (:attr:`max_power`, in %), ``q-lo`` and ``q-hi`` (:attr:`quantiles`, in standard
         errors), ``level`` (in %), ``rate-shift`` (:attr:`max_rate_sensitivity`), ``untested`` (how
         many :attr:`untested`), ``shrink`` (in words), ``shrink-ratio``, ``shrink-ci``,
-        ``shrink-layers`` and ``shrink-separates`` (:meth:`shrink_rate`).
+        ``shrink-layers``, ``shrink-separates``, ``shrink-tol-se`` (the tolerance of its test of the rate,
+        in standard errors), ``shrink-catch`` (the departure of the ratio that test catches half the time),
+        ``shrink-assert-ci`` and ``shrink-separate-ci`` (the widest 95 % half-widths at which it excludes 1
+        and ``2^{-1/2}``, :meth:`ShrinkRate.threshold`) (:meth:`shrink_rate`; ``nan`` below
+        :attr:`ShrinkRate.MIN_LAYERS` layers).
 
         The level against twice the 95 % half-width: ``q-df`` (:attr:`widest_dof`), ``q-twice`` (twice the
         0.975 quantile of Student's t at ``q-df``, in standard errors, to set beside ``q-hi``), ``q-cross``
@@ -1000,6 +1145,7 @@ class MarkerTable:
             "shrink-ratio": shrink.ratio,
             "shrink-ci": shrink.ci95,
             "shrink-layers": shrink.layers,
+            **self._shrink_summary(shrink),
             "markers": len(self.markers),
             "untested": len(self.untested),
             "predicted": self.predicted,
@@ -1017,6 +1163,19 @@ class MarkerTable:
             "shrink-separates": shrink.separates,
             **self._level_summary(),
             **self._shift_summary(),
+        }
+
+    @staticmethod
+    def _shrink_summary(shrink: ShrinkRate) -> dict:
+        """The tolerances of the shrink check (see :meth:`summary`)."""
+        if shrink.layers < ShrinkRate.MIN_LAYERS:
+            return dict.fromkeys(("shrink-tol-se", "shrink-catch", "shrink-assert-ci", "shrink-separate-ci"), math.nan)
+        t = shrink.test
+        return {
+            "shrink-tol-se": t.quantile,
+            "shrink-catch": t.catch,
+            "shrink-assert-ci": shrink.threshold(1.0),
+            "shrink-separate-ci": shrink.threshold(shrink.alternative),
         }
 
     def _level_summary(self) -> dict:
@@ -1188,17 +1347,26 @@ def convergence_glue(groups: Mapping[str, Sequence[Convergence]], n: int) -> dic
     (:meth:`Convergence.describe`); per group ``{group}-resolved`` and ``{group}-separated`` (how
     many results are resolved, and how many tell ``1 / n`` from ``n^{-1/2}``,
     :attr:`Convergence.separates`), ``{group}-seeds``, ``{group}-n0`` and ``{group}-n2`` (the
-    smallest and largest ``n``), and ``{group}-h`` (the head count of its layer)."""
+    smallest and largest ``n``), ``{group}-h`` (the head count of its layer), and its first result's
+    tests: ``{group}-dof``, ``{group}-tol-se`` (the tolerance of the test of ``-rate``, in standard
+    errors), ``{group}-res-se`` (that of a departure's test of 0), ``{group}-shrink-ci`` and
+    ``{group}-sep-ci`` (the widest 95 % half-widths at which 0 and ``-alternative`` are excluded,
+    :meth:`Convergence.threshold`) and ``{group}-level`` (in %); per result also ``catch`` (the error of
+    the slope its test catches half the time)."""
     out: dict = {}
     for g, results in groups.items():
         first = results[0]
         out |= {f"{g}-resolved": sum(r.resolved for r in results), f"{g}-separated": sum(r.separates for r in results)}
         out |= {f"{g}-seeds": first.departures[0].count, f"{g}-n0": first.ns[0], f"{g}-n2": first.ns[-1]}
         out[f"{g}-h"] = first.layers[0].h if first.layers else 0
+        out |= {f"{g}-dof": first.dof, f"{g}-tol-se": first.test.quantile, f"{g}-level": 100 * first.level}
+        out |= {f"{g}-res-se": max(t.quantile for t in first.departure_tests)}
+        out |= {f"{g}-shrink-ci": first.threshold(0.0), f"{g}-sep-ci": first.threshold(-first.alternative)}
         for r in results:
             w = f"{g}-{r.label.split()[0]}"
             at_n = 100 * r.departures[r.ns.index(n)].mean if n in r.ns else math.nan
             out |= {f"{w}-slope": r.slope, f"{w}-ci": r.ci95, f"{w}-at-n": at_n, f"{w}-verdict": r.describe()}
+            out[f"{w}-catch"] = r.test.catch
     return out
 
 

@@ -7,9 +7,11 @@ import pytest
 import scipy.stats
 
 from gelib import PRESETS, AttentionConfig
-from gelib.finite_size import paper_numbers, row_numbers, shift_predictions_text, table_row
+from gelib.finite_size import PAPER_Q95, paper_numbers, row_numbers, shift_predictions_text, table_row
 from gelib.models import mha_shift_exact
 from gelib.moment_checks import moment_checks
+from gelib.numerics import CHECK_LEVEL
+from gelib.numerics.checks import catch_ncp
 from gelib.presets import TABLE2
 from gelib.spectra import Comparison, ks, rel_w1, shape_w1
 
@@ -42,9 +44,12 @@ def test_row_numbers_against_numpy(dino_row):
     assert got["floor"] == pytest.approx(100 * abs(mha_shift_exact(261, 64, 1.0)), rel=1e-12)
     assert got["rel"] == pytest.approx(rel.mean(), rel=1e-12) and got["rel_ci"] == pytest.approx(_ci95(rel), rel=1e-12)
     assert got["ks"] == pytest.approx(kss.mean(), rel=1e-12) and got["ks_ci"] == pytest.approx(_ci95(kss), rel=1e-12)
-    z = (rel.mean() - p.paper_rel_w1[0]) / math.hypot(_ci95(rel), p.paper_rel_w1[1])
-    assert got["z"] == pytest.approx(z, rel=1e-10)
-    assert got["detects_ks"] == pytest.approx(2 * math.hypot(_ci95(kss), p.paper_ks[1]), rel=1e-12)
+    # the agreement with the paper in combined standard errors: ours over 5 seeds, the paper's read at 1.96
+    se = lambda x, paper_ci: math.hypot(_ci95(x) / scipy.stats.t.ppf(0.975, 4), paper_ci / 1.959964)  # noqa: E731
+    z = (rel.mean() - p.paper_rel_w1[0]) / se(rel, p.paper_rel_w1[1])
+    assert got["z"] == pytest.approx(z, rel=1e-6)
+    assert got["detects_ks"] == pytest.approx(catch_ncp(5) * se(kss, p.paper_ks[1]), rel=1e-6)
+    assert got["tol_se"] == pytest.approx(scipy.stats.t.ppf(1 - CHECK_LEVEL / 2, 4)) and got["level"] == 0.1
     assert all(isinstance(v, float) for v in got.values())
     # a shrunk row has no z, and a table without the preset gives nan everywhere
     shrunk = row_numbers(table_row(p.name, r.cfg, 2, r.res))
@@ -58,9 +63,10 @@ def test_paper_numbers_are_the_presets_table_d2_row():
     for name in TABLE2:
         p, got = PRESETS[name], paper_numbers(name)
         assert got == {"rel": p.paper_rel_w1[0], "rel_ci": p.paper_rel_w1[1], "ks": p.paper_ks[0],
-                       "ks_ci": p.paper_ks[1], "n": float(p.n)}  # fmt: skip
+                       "ks_ci": p.paper_ks[1], "n": float(p.n), "q": PAPER_Q95}  # fmt: skip
     assert paper_numbers("bert-base")["rel"] == 1.66  # Table D.2's first row, as the paper prints it
-    assert all(math.isnan(v) for k, v in paper_numbers("vit-b16").items() if k != "n")
+    assert all(math.isnan(v) for k, v in paper_numbers("vit-b16").items() if k not in ("n", "q"))
+    assert PAPER_Q95 == pytest.approx(1.959964, abs=1e-6)  # the normal quantile: the paper's seeds are not known
 
 
 def test_shift_predictions_text_against_the_closed_form():

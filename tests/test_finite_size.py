@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from gelib import PRESETS, AttentionConfig
 from gelib.attention_law import output_law
@@ -20,6 +21,8 @@ from gelib.finite_size import (
     table_row,
 )
 from gelib.models import mha_shift_exact
+from gelib.numerics import CHECK_LEVEL
+from gelib.numerics.checks import catch_ncp, rejection_probability
 from gelib.presets import TABLE2
 from gelib.spectra import Comparison, ks, mean_shift, rel_w1, seed_flops, summarize
 
@@ -69,10 +72,13 @@ def test_row_z_and_prediction():
     rel = summarize(100 * (factors - 1))
     assert row.rel.mean == pytest.approx(rel.mean, rel=1e-9)
     pm, pc = p.paper_rel_w1
-    assert row.z == pytest.approx((rel.mean - pm) / math.sqrt(rel.ci95**2 + pc**2), rel=1e-9)
+    t95 = scipy.stats.t.ppf(0.975, 3)  # our 4 seeds; the paper's half-width is read at the normal 1.96
+    se = math.hypot(rel.ci95 / t95, pc / scipy.stats.norm.ppf(0.975))
+    assert row.z == pytest.approx((rel.mean - pm) / se, rel=1e-9)
     ks = summarize(row.res.ks)  # Table D.2's second column, the KS distance
     km, kc = p.paper_ks
-    assert row.z_ks == pytest.approx((ks.mean - km) / math.sqrt(ks.ci95**2 + kc**2), rel=1e-9)
+    se_ks = math.hypot(ks.ci95 / t95, kc / scipy.stats.norm.ppf(0.975))
+    assert row.z_ks == pytest.approx((ks.mean - km) / se_ks, rel=1e-9)
     assert row.shift_pred == pytest.approx(100 * mean_shift(cfg.n, cfg.d_k), rel=1e-12)
     from gelib.models import mha_shift_exact
 
@@ -84,13 +90,65 @@ def test_row_z_and_prediction():
     assert table_row(p.name, cfg, 2, row.res).z_ks is None
     assert table_row("vit-b16", cfg, 1, row.res).z is None
     assert table_row("vit-b16", cfg, 1, row.res).z_ks is None
-    # the power of the check: the smallest |ours - paper| with |z| >= 2
-    assert row.detects() == pytest.approx(2 * math.hypot(rel.ci95, pc), rel=1e-12)
-    assert row.detects(ks=True) == pytest.approx(2 * math.hypot(ks.ci95, kc), rel=1e-12)
+    # the check: two-sided Student-t at the level with our seeds less one degrees of freedom; its power,
+    # the distance from the paper it catches half the time (the noncentral t on those 3 degrees of freedom)
+    t = row.agreement()
+    assert (t.seeds, t.level, t.predicted) == (4, CHECK_LEVEL, pm) and t.z == row.z and t.passes and row.agrees
+    assert t.quantile == pytest.approx(scipy.stats.t.ppf(1 - CHECK_LEVEL / 2, 3))
+    assert row.detects() == pytest.approx(catch_ncp(4) * se, rel=1e-12)
+    assert row.detects(ks=True) == pytest.approx(catch_ncp(4) * se_ks, rel=1e-12)
     # too few seeds: shown, not tested (two seeds: the t quantile 12.7 passes anything)
     few = table_row(p.name, cfg, 1, _comparison(cfg, yg[:2] * factors[:2, None], yg[:2]))
-    assert few.z is None and few.z_ks is None and few.detects() is None
+    assert few.z is None and few.z_ks is None and few.detects() is None and few.agreement() is None and few.agrees
     assert "not tested (2 seeds)" in markdown_table([few])
+
+
+def _row_at(name: str, ratios: np.ndarray):
+    """The row of preset ``name`` at its exact dimensions whose per-seed spectra are one draw rescaled by
+    ``ratios`` (one per seed): a pure rescaling, so its relative W1 is ``|ratio - 1|`` per seed exactly."""
+    cfg = PRESETS[name].config()
+    base = np.sort(np.random.default_rng(7).exponential(size=cfg.n))
+    yg = np.tile(base, (ratios.size, 1))
+    return table_row(name, cfg, 1, _comparison(cfg, yg * ratios[:, None], yg))
+
+
+def test_a_row_fifteen_percent_off_the_paper_fails_its_agreement_check():
+    """LLaDA-8B (paper: relative W1 0.92 +- 0.06 %) over 20 seeds with a tight spread: at the paper's value the
+    check passes; 15 % above it (1.058 %) it fails, as its power (below 0.138 points) says it should. The
+    paper's own half-width bounds the power: 15 % of a row whose paper interval is wider cannot be caught."""
+    pm, pc = PRESETS["llada-8b"].paper_rel_w1
+    spread = 0.0005 * np.linspace(-1, 1, 20)  # points of relative W1, over 20 seeds
+    right, wrong = (_row_at("llada-8b", 1 + (f * pm + spread) / 100) for f in (1.0, 1.15))
+    assert right.rel.mean == pytest.approx(pm) and wrong.rel.mean == pytest.approx(1.15 * pm)
+    assert right.agreement().passes and not wrong.agreement().passes and not wrong.agrees
+    assert wrong.detects() < 0.15 * pm < abs(wrong.rel.mean - pm) + 1e-12
+    q = scipy.stats.t.ppf(1 - CHECK_LEVEL / 2, 19)
+    assert abs(wrong.z) > q > abs(right.z) and wrong.agreement().quantile == pytest.approx(q)
+    # the combined standard error: ours over its Student-t quantile, the paper's over the normal 1.96
+    assert wrong.agreement().se == pytest.approx(
+        math.hypot(wrong.rel.ci95 / scipy.stats.t.ppf(0.975, 19), pc / 1.96), rel=1e-3
+    )
+    # the stated power: the error caught with probability 1/2 by the noncentral t (checks.py's functions)
+    t = wrong.agreement()
+    assert rejection_probability(t.catch / t.se, 20) == pytest.approx(0.5, abs=1e-9)
+    # and by Monte Carlo, 20000 statistics at a true distance of ncp = catch / se combined standard errors:
+    # with our seeds' spread dominating, the statistic is the noncentral t on 19 degrees of freedom and fails
+    # the check half the time; with the paper's dominating (its standard error known), it is normal, and
+    # fails at the normal rate, a little under one half (the stated power is that of our seeds' t)
+    ncp, reps, rng = t.catch / t.se, 20_000, np.random.default_rng(11)
+    for sd_ours, se_paper, rate in (
+        (1.0, 0.0, 0.5),
+        (1e-6, 1.0, scipy.stats.norm.sf(q - ncp) + scipy.stats.norm.cdf(-q - ncp)),
+    ):
+        se_true = math.hypot(sd_ours / math.sqrt(20), se_paper)
+        ours = rng.normal(ncp * se_true, sd_ours, size=(reps, 20))
+        paper = rng.normal(0.0, se_paper, size=reps) if se_paper else np.zeros(reps)
+        z = (ours.mean(axis=1) - paper) / np.hypot(ours.std(axis=1, ddof=1) / math.sqrt(20), se_paper)
+        assert abs(np.mean(np.abs(z) > q) - rate) <= 5 * math.sqrt(rate * (1 - rate) / reps), (
+            rate,
+            np.mean(np.abs(z) > q),
+        )
+    assert 0.45 < rate < 0.5
 
 
 def test_paper_columns():

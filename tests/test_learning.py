@@ -206,6 +206,20 @@ def test_scale_note():
     assert L.scale_note("paper", 4096) == "scale paper: curves and markers at Table D.3 (n = 4096)"
     assert L.scale_note("big", 8192).endswith("n = 8192, Table D.3 × 2")
     assert L.scale_note("ci", 256, markers=False) == "scale ci: at Table D.3 (n = 4096), no markers"  # 2(b)'s map
+    # Figure 2(d): its row of Table D.3 is at n = 8192, so its markers at 1/16 are at n = 512, not the scale's 256
+    d2 = L.shrink(AttentionConfig(n=8192, d=12288, h=96, d_k=64, d_v=192, d_o=12288), 1 / 16)
+    assert (
+        L.scale_note("ci", d2.n, 8192)
+        == "scale ci: curves at Table D.3, markers (and dashed) at n = 512, Table D.3 × 1/16"
+    )
+    # Figure 3(b) draws no dashed curve: its markers share the curves' limit law
+    assert (
+        L.scale_note("ci", 256, dashed=False) == "scale ci: curves at Table D.3, markers at n = 256, Table D.3 × 1/16"
+    )
+    # a study at several n (the convergence figure): no curves, every n, the ratios it keeps
+    assert L.study_note("ci", (128, 256, 512), 1 / 8) == (
+        "scale ci: no curves; markers at n = 128, 256, 512, the ratios of Table D.3 × 1/8"
+    )
 
 
 def test_shrink_keeps_the_tables_ratios_but_not_the_law():

@@ -12,6 +12,8 @@ from gelib import learning_markers as MK
 from gelib.figure_data import to_rows
 from gelib.freeprob import marchenko_pastur
 from gelib.models import mha_shift_exact
+from gelib.numerics import MeanTest
+from gelib.numerics.checks import catch_ncp, rejection_probability
 from gelib.spectra import summarize
 
 
@@ -164,34 +166,52 @@ def shrinking_table(d_half: list[float], d_full: list[float], ci: float) -> MK.M
     return t
 
 
+#: Eight layers' departures at n/2: resolved from 0 by the test at the markers' level (7 degrees of freedom).
+D_HALF = [0.10, 0.08, 0.12, 0.09, 0.11, 0.10, 0.085, 0.115]
+#: A small spread of the departures at n around their rate, alternating in sign.
+WIGGLE = [0.002, -0.002, 0.001, -0.001, 0.0015, -0.0015, 0.0005, -0.0005]
+
+
 def test_the_shrink_rate_catches_an_error_that_does_not_shrink():
-    """Departures of 8-11 % that stay from n/2 to n show as misses of 4-5.5 %, inside tolerances of 2 x 3 %:
-    every marker passes its own check, and only the pooled ratio (about 1, not 1/2) fails the table."""
-    constant = shrinking_table([0.10, 0.08, 0.11], [0.101, 0.079, 0.108], ci=0.03)
+    """Departures of 8-12 % that stay from n/2 to n show as misses of 4-6 %, inside the markers' tolerances
+    (4 seeds of 3 % each): every marker passes its own check, and only the pooled ratio (about 1, not 1/2)
+    fails the table, by the two-sided test of 1/2 and the one-sided exclusion of 1 alike."""
+    constant = shrinking_table(D_HALF, [d + w for d, w in zip(D_HALF, WIGGLE)], ci=0.03)
     assert not constant.bad()
     shrink = constant.shrink_rate()
-    assert (shrink.layers, shrink.markers) == (3, 3) and shrink.half == pytest.approx(0.29 / 3)
-    assert shrink.ratio == pytest.approx(0.288 / 0.29) and shrink.asserted and not shrink.consistent
+    assert (shrink.layers, shrink.markers) == (8, 8) and shrink.half == pytest.approx(np.mean(D_HALF))
+    assert shrink.ratio == pytest.approx(1.0, abs=0.01) and shrink.asserted and not shrink.consistent
+    assert not shrink.test.passes and not shrink.exclusion(1.0).below
+    assert "FAILS" in shrink.describe() and "1 not excluded" in shrink.describe()
     with pytest.raises(AssertionError, match="do not shrink"):
         constant.verify()
     # departures that halve: the ratio is 1/2, the table verifies
-    halving = shrinking_table([0.10, 0.08, 0.12], [0.051, 0.039, 0.062], ci=0.01)
+    d_full = [d / 2 + w for d, w in zip(D_HALF, WIGGLE)]
+    halving = shrinking_table(D_HALF, d_full, ci=0.01)
     shrink = halving.shrink_rate()
-    assert shrink.consistent and shrink.ratio == pytest.approx(0.152 / 0.30)
-    # the interval: the delta method on the layers' spread, with the Student-t quantile of 2 degrees of freedom
-    pairs = np.array([[0.10, 0.051], [0.08, 0.039], [0.12, 0.062]])
+    assert shrink.consistent and shrink.ratio == pytest.approx(sum(d_full) / sum(D_HALF))
+    # the interval: the delta method on the layers' spread, with the Student-t quantile of 7 degrees of freedom
+    pairs = np.array([D_HALF, d_full]).T
     x, y = pairs.mean(axis=0)
-    cov = np.cov(pairs, rowvar=False) / 3
+    cov = np.cov(pairs, rowvar=False) / 8
     r = y / x
     se = math.sqrt(cov[1, 1] - 2 * r * cov[0, 1] + r**2 * cov[0, 0]) / x
-    assert shrink.ci95 == pytest.approx(scipy.stats.t.ppf(0.975, 2) * se)
+    assert shrink.ci95 == pytest.approx(scipy.stats.t.ppf(0.975, 7) * se) and shrink.se == pytest.approx(se)
+    # the test of the rate: two-sided at the markers' level on those 7 degrees of freedom, its power stated
+    t = shrink.test
+    assert (t.predicted, t.seeds, t.level) == (0.5, 8, MK.MARKER_LEVEL)
+    assert t.quantile == pytest.approx(scipy.stats.t.ppf(1 - MK.MARKER_LEVEL / 2, 7))
+    assert t.catch == pytest.approx(catch_ncp(8) * se) and f"catches a ratio {t.catch:.2f} off" in shrink.describe()
     halving.verify()
-    assert shrink.separates and shrink.describe().endswith("over 3 layers: asserted, 0.707 (n^-0.5) excluded")
+    assert shrink.separates and "over 8 layers" in shrink.describe()
+    assert shrink.describe().endswith(": asserted, 1 and 0.707 (n^-0.5) excluded")
+    assert f"tested against 0.5 within {t.quantile:.1f} SE" in shrink.describe()
     # nothing to shrink (departures at n/2 not resolved from 0), or too few layers: no verdict
     flat = shrinking_table([0.01, -0.012, 0.003], [0.05, 0.05, 0.05], ci=0.03)
     assert not flat.shrink_rate().asserted and "not resolved" in flat.shrink_rate().describe()
     flat.verify()
-    wide = shrinking_table([0.10, 0.09, 0.11], [0.10, 0.0, 0.05], ci=0.03)  # resolved, but 0.5 ± 1.2: no power
+    # resolved, but the ratio 0.5 ± 0.6: no power to tell 1/2 from 1
+    wide = shrinking_table(D_HALF, [0.10, 0.0, 0.05, 0.09, 0.0, 0.06, 0.0, 0.12], ci=0.03)
     assert wide.shrink_rate().resolved and not wide.shrink_rate().asserted
     assert "too wide" in wide.shrink_rate().describe()
     wide.verify()
@@ -199,6 +219,9 @@ def test_the_shrink_rate_catches_an_error_that_does_not_shrink():
     assert few.shrink_rate().layers == 2 and not few.shrink_rate().asserted
     few.verify()
     assert MK.MarkerTable(MK.LimitLaws()).shrink_rate().describe().startswith("not measured")
+    # a departure at n/2 of 10 SE over 3 layers is resolved at 95 % but not at the level (31.6 SE at 2 df)
+    three = shrinking_table([0.10, 0.08, 0.11], [0.05, 0.04, 0.055], ci=0.01).shrink_rate()
+    assert 10 < abs(three.half_test.z) < three.half_test.quantile and not three.resolved
 
 
 def test_the_shrink_rate_rejects_n_to_the_minus_half_where_it_asserts_one_over_n():
@@ -206,23 +229,39 @@ def test_the_shrink_rate_rejects_n_to_the_minus_half_where_it_asserts_one_over_n
     0.5 from 0.707 the table fails; with one that can tell 0.5 from 1 only, the shrinking is asserted
     and the verdict says that n^-1/2 is not excluded."""
     r = 2**-0.5
-    tight = shrinking_table([0.10, 0.08, 0.12, 0.09], [0.1 * r + 0.002, 0.08 * r - 0.002, 0.12 * r, 0.09 * r], 0.01)
+    tight = shrinking_table(D_HALF, [d * r + w for d, w in zip(D_HALF, WIGGLE)], 0.01)
     shrink = tight.shrink_rate()
     assert shrink.ratio == pytest.approx(r, abs=0.01) and shrink.separates and not shrink.consistent
-    assert abs(shrink.ratio - 0.5) > 2 * shrink.ci95  # outside twice its interval of 1/2 as well
+    assert not shrink.test.passes and not shrink.exclusion(r).below  # 0.5 rejected, 0.707 not excluded
     with pytest.raises(AssertionError, match="do not shrink"):
         tight.verify()
-    # the same rate, between the rules: |ratio - 1/2| <= 2 ci95 would have passed it, the exclusion does not
-    mid = shrinking_table([0.10, 0.08, 0.12, 0.09], [0.066, 0.045, 0.085, 0.06], 0.01)  # 0.66 ± 0.09
-    shrink = mid.shrink_rate()
-    assert shrink.separates and abs(shrink.ratio - 0.5) <= 2 * shrink.ci95 and shrink.ratio + shrink.ci95 >= r
-    assert not shrink.consistent
-    # departures that halve, measured too loosely to tell 0.5 from 0.707 (ci95 between 0.10 and 0.25)
-    loose = shrinking_table([0.10, 0.08, 0.12, 0.09], [0.06, 0.025, 0.065, 0.045], 0.01)
-    shrink = loose.shrink_rate()
-    assert shrink.asserted and not shrink.separates and 0.1 < shrink.ci95 < 0.25 and shrink.consistent
-    assert "which is not excluded" in shrink.describe()
-    loose.verify()
+    # between the rules: the two-sided test of 0.5 passes (5.4 SE at 7 df), the exclusion of 0.707 does not
+    q2, q1 = scipy.stats.t.ppf(1 - MK.MARKER_LEVEL / 2, 7), scipy.stats.t.ppf(1 - MK.MARKER_LEVEL, 7)
+    se = 0.0205
+    mid = MK.ShrinkRate(8, 8, 0.1, 0.01, 0.61, scipy.stats.t.ppf(0.975, 7) * se)
+    assert abs(mid.ratio - 0.5) <= q2 * se and mid.ratio > r - q1 * se and mid.separates
+    assert mid.test.passes and not mid.consistent and mid.describe().endswith("0.707 (n^-0.5) not excluded")
+    # departures that halve, measured too loosely to tell 0.5 from 0.707 (ci95 between the two thresholds)
+    loose = MK.ShrinkRate(8, 8, 0.1, 0.01, 0.55, 0.09)
+    assert loose.threshold(r) < loose.ci95 < loose.threshold(1.0)
+    assert loose.asserted and not loose.separates and loose.consistent
+    assert "which is not excluded, not asserted" in loose.describe()
+
+
+def test_the_shrink_rate_thresholds_are_its_exclusions_at_the_level():
+    """The widest 95 % half-width at which an exclusion is asserted: where a ratio at 1/2 passes the exclusion
+    of 1 (or of 2^-1/2) with probability 1 - level, by the noncentral t of the one-sided test; 2^-1/2 is told
+    from 1/2 only by an interval under 0.10 at every layer count (the half-gap of the 95 % rule, 0.1036)."""
+    r = 2**-0.5
+    for layers in (3, 4, 6, 8, 16):
+        s = MK.ShrinkRate(layers, layers, 0.1, 0.01, 0.5, 0.01)
+        ncp = catch_ncp(layers, MK.MARKER_LEVEL, 1 - MK.MARKER_LEVEL, one_sided=True)
+        t95 = scipy.stats.t.ppf(0.975, layers - 1)
+        assert s.threshold(1.0) == pytest.approx(0.5 / ncp * t95)
+        assert s.threshold(r) == pytest.approx((r - 0.5) / ncp * t95) and s.threshold(r) < (r - 0.5) / 2
+        # at the threshold a ratio of 1/2 fails the exclusion of 1 with probability the level
+        p_fail = 1 - rejection_probability(ncp, layers, MK.MARKER_LEVEL, one_sided=True)
+        assert p_fail == pytest.approx(MK.MARKER_LEVEL, rel=1e-6)
 
 
 def test_a_fifteen_percent_error_of_the_prediction_fails_the_markers():
@@ -325,7 +364,9 @@ def test_marker_table_rule_against_the_prediction():
     assert t.predicted == 2 and t.corrected == 1 and t.max_miss == pytest.approx(0.09)
     summary = t.summary()
     assert (summary.pop("shrink-layers"), summary.pop("shrink-ratio")) == (1, pytest.approx(0.5))  # 4 % of 8 %
-    assert math.isnan(summary.pop("shrink-ci"))  # one layer: no interval
+    assert math.isnan(summary.pop("shrink-ci"))  # one layer: no interval, no test
+    for k in ("shrink-tol-se", "shrink-catch", "shrink-assert-ci", "shrink-separate-ci"):
+        assert math.isnan(summary.pop(k)), k
     assert summary.pop("shrink") == "not asserted: 1 layer with a companion (at least 3 needed)"
     assert summary == {
         "markers": 4,
@@ -425,47 +466,77 @@ def test_convergence_measures_the_rate_and_rejects_a_slower_one(rate, consistent
     assert not noisy.resolved and not noisy.consistent
 
 
+def _departures(seeds: int) -> tuple:
+    """Departures 0.4, 0.2, 0.1 over ``seeds`` seeds with a 1 % spread: resolved from 0 at any level."""
+    return tuple(summarize([v * (1 + 0.01 * (i - (seeds - 1) / 2)) for i in range(seeds)]) for v in (0.4, 0.2, 0.1))
+
+
 def test_convergence_asserts_one_over_n_against_n_to_the_minus_half_only_where_it_can_tell():
-    """A fitted slope -0.55 +- 0.1 (the n^-1/2 rate, measured tightly) fails; -1 +- 0.2 passes and excludes
-    -1/2; -0.7 +- 0.4 (too wide to tell) passes only as "shrinking", and says so; -0.3 +- 0.6 does not
-    shrink (0 inside its interval)."""
-    dep = tuple(summarize([v, v * 1.01, v * 0.99]) for v in (0.4, 0.2, 0.1))  # resolved from 0
+    """On departures over 8 seeds (7 degrees of freedom): a fitted slope -0.55 +- 0.1 or -0.5 +- 0.1 (the
+    n^-1/2 rate, measured tightly) fails, off -1 by the two-sided test and -1/2 not excluded; -1 +- 0.1
+    passes and excludes -1/2; -0.7 +- 0.4 (too wide to tell) passes, and says what is not asserted."""
+    dep = _departures(8)
     make = lambda slope, ci: MK.Convergence("x", (64, 128, 256), dep, slope, ci)  # noqa: E731
-    slow = make(-0.55, 0.1)
-    assert slow.separates and not slow.excludes_alternative and not slow.consistent
-    fast = make(-1.0, 0.2)
-    assert fast.separates and fast.consistent and "-0.5 excluded" in fast.describe()
+    q2, q1 = (scipy.stats.t.ppf(1 - MK.MARKER_LEVEL / k, 7) for k in (2, 1))
+    for slope in (-0.55, -0.5):
+        slow = make(slope, 0.1)
+        assert slow.resolved and slow.separates and not slow.excludes_alternative and not slow.consistent
+        assert not slow.test.passes and slow.describe().endswith("SE and -0.5 not excluded")
+    fast = make(-1.0, 0.1)
+    assert fast.separates and fast.consistent and fast.describe().endswith("0 excluded, -0.5 excluded (asserted)")
+    t = fast.test
+    assert (t.seeds, t.predicted, t.level, fast.dof) == (8, -1.0, MK.MARKER_LEVEL, 7)
+    assert fast.se == pytest.approx(0.1 / scipy.stats.t.ppf(0.975, 7)) and t.quantile == pytest.approx(q2)
+    assert t.catch == pytest.approx(catch_ncp(8) * fast.se) and f"catches a slope {t.catch:.2f} off" in fast.describe()
+    assert fast.exclusion(-0.5).quantile == pytest.approx(q1)
     wide = make(-0.7, 0.4)
-    assert not wide.separates and wide.consistent
-    tail = "-0.5 inside it too, not excluded: ± 0.40 is wider than the ± 0.25 that tells -1 from -0.5"
-    assert wide.describe().endswith(tail)
-    assert not make(-0.3, 0.6).consistent
-    assert (
-        make(-0.3, 0.6).describe() == "slope -0.30 ± 0.60: FAILS, -1 outside the interval and the interval not below 0"
+    assert not wide.separates and not wide.tells_shrinking and wide.consistent
+    tail = "-0.5 not excluded, not asserted: ± 0.40 is wider than the ± 0.12 that tells -1 from -0.5"
+    assert wide.describe().endswith(tail) and "0 not excluded, not asserted: ± 0.40 is wider than the ± 0.24" in (
+        wide.describe()
     )
-    assert make(-0.5, 0.6).describe() == "slope -0.50 ± 0.60: FAILS, the interval not below 0"
-    assert make(-0.55, 0.3).describe() == "slope -0.55 ± 0.30: FAILS, -1 outside the interval"
-    assert slow.describe() == "slope -0.55 ± 0.10: FAILS, -1 outside the interval"
-    assert make(-0.8, 0.24).describe() == "slope -0.80 ± 0.24: -1 inside, -0.5 excluded (asserted)"
-    assert "not resolved" in MK.Convergence("x", (64, 128), (dep[0], summarize([0.1, -0.1, 0.0])), -1, 0.1).describe()
+    # far from -1, measured tightly: fails, naming the test and its tolerance in SE
+    assert (
+        make(-0.3, 0.1).describe()
+        == "slope -0.30 ± 0.10: FAILS, -1 16.6 SE off, beyond its 5.4 SE and -0.5 not excluded"
+    )
+    # -1 passes (5.33 SE at a tolerance of 5.41), the interval narrow enough to assert shrinking, which fails
+    edge = make(-0.47, 0.235)
+    assert edge.test.passes and edge.tells_shrinking and not edge.shrinks and not edge.consistent
+    assert edge.describe() == "slope -0.47 ± 0.23: FAILS, 0 not excluded"
+    assert make(-0.8, 0.1).describe().startswith("slope -0.80 ± 0.10: -1 within 5.4 SE (z = +4.7;")
+    # resolved: every departure fails its test of 0 at the level (8 seeds: 5.4 SE)
+    noisy = (dep[0], summarize([0.1, -0.1, 0.0, 0.05, -0.05, 0.1, 0.0, 0.02]))
+    assert "not resolved" in MK.Convergence("x", (64, 128), noisy, -1, 0.1).describe()
+    alternate = np.array([-1, 1, -1, 1, -1, 1, -1, 1.0]) * 0.1 * math.sqrt(7)  # over 8 seeds: 0.1 / z SE
+    at = {z: summarize(0.1 + alternate / z) for z in (6.0, 5.0)}
+    assert [abs(MeanTest.of(d, 0.0).z) for d in at.values()] == [pytest.approx(6.0), pytest.approx(5.0)]
+    assert MK.Convergence("x", (64, 128), (dep[0], at[6.0]), -1, 0.1).resolved  # 6 SE > 5.41
+    # 5 SE from 0: twice its 95 % half-width (4.73 SE) but within the level's 5.41 SE: not resolved
+    c = MK.Convergence("x", (64, 128), (dep[0], at[5.0]), -1, 0.1)
+    assert abs(at[5.0].mean) >= 2 * at[5.0].ci95 and not c.resolved and not c.consistent
     g = MK.convergence_glue({"c": [fast, MK.Convergence("loss at t", fast.ns, dep, -0.7, 0.4)]}, n=128)
     assert (g["c-resolved"], g["c-separated"]) == (2, 1) and g["c-x-slope"] == -1.0 and g["c-loss-ci"] == 0.4
     assert g["c-x-at-n"] == pytest.approx(100 * dep[1].mean) and g["c-loss-verdict"] == wide.describe()
-    assert (g["c-seeds"], g["c-n0"], g["c-n2"], g["c-h"]) == (3, 64, 256, 0)
+    assert (g["c-seeds"], g["c-n0"], g["c-n2"], g["c-h"], g["c-dof"]) == (8, 64, 256, 0, 7)
+    assert g["c-tol-se"] == pytest.approx(q2) and g["c-res-se"] == pytest.approx(q2) and g["c-level"] == 0.1
+    assert g["c-sep-ci"] == pytest.approx(fast.threshold(-0.5)) and g["c-x-catch"] == pytest.approx(t.catch)
+    assert g["c-shrink-ci"] == pytest.approx(2 * g["c-sep-ci"])
     data = MK.convergence_data([fast])
     assert data["series"][0]["x"] == [64.0, 128.0, 256.0] and data["series"][0]["y"] == [d.mean for d in dep]
 
 
 def test_convergence_verdict_names_the_condition_that_failed():
-    """The edge arrival of the ci build, -1.22 +- 0.28: its interval [-1.50, -0.94] excludes -1/2, yet it is
-    wider than the +-0.25 that the rule asks before asserting 1/n against n^-1/2. The verdict says so, not
-    "too wide to exclude -0.5"."""
-    dep = tuple(summarize([v, v * 1.01, v * 0.99]) for v in (0.4, 0.2, 0.1))
-    edge = MK.Convergence("arrival", (128, 256, 512), dep, -1.22, 0.28)
-    assert edge.excludes_alternative and not edge.separates and edge.consistent
+    """The edge arrival of the ci build, -1.22 +- 0.28 over 16 seeds: the test of -1 passes, 0 is excluded
+    (asserted), and -1/2 is excluded too by the one-sided test, but the interval is wider than the one at
+    which that exclusion would pass a slope of -1 with probability 1 - level: reported, not asserted."""
+    edge = MK.Convergence("arrival", (128, 256, 512), _departures(16), -1.22, 0.28)
+    assert edge.excludes_alternative and not edge.separates and edge.tells_shrinking and edge.consistent
+    t = edge.test
     assert edge.describe() == (
-        "slope -1.22 ± 0.28: -1 inside and below 0 (asserted); -0.5 outside it too, but not asserted: "
-        "± 0.28 is wider than the ± 0.25 that tells -1 from -0.5"
+        f"slope -1.22 ± 0.28: -1 within {t.quantile:.1f} SE (z = {t.z:+.1f}; catches a slope {t.catch:.2f} off), "
+        "0 excluded (asserted); -0.5 excluded too, not asserted: ± 0.28 is wider than the ± "
+        f"{edge.threshold(-0.5):.2f} that tells -1 from -0.5"
     )
     assert "too wide to exclude" not in edge.describe()
 

@@ -213,3 +213,27 @@ def test_the_rate_check_passes_true_rates_at_its_level_and_catches_its_power(exa
         )
         assert t.passes == (((t.mean + 0.5) if not exact else abs(t.mean + 0.5)) <= t.quantile * t.se)
         assert (not any("slope" in f for f in check.failures())) == t.passes
+
+
+@pytest.mark.parametrize("seeds", [4, 8])
+def test_an_exclusion_errs_at_the_level_both_ways_where_it_is_asserted(seeds):
+    """``MeanTest.below`` (the one-sided exclusion of ``predicted`` from above), as the learning markers assert
+    it (:func:`gelib.learning_markers._threshold`): a true mean at the excluded value is excluded at the level,
+    and a true mean ``catch_ncp(seeds, level, 1 - level)`` true standard errors below it fails the exclusion
+    at the level too, which is what its threshold on the 95 % half-width states."""
+    reps = 400_000
+    q = C.t_quantile(seeds, one_sided=True)
+    x = draws(seeds, reps, "exclusion", seeds)
+    se = x.std(axis=1, ddof=1) / math.sqrt(seeds)
+    assert within(int((x.mean(axis=1) < -q * se).sum()), reps, C.CHECK_LEVEL)  # at the bound: excluded at the level
+    ncp = C.catch_ncp(seeds, probability=1 - C.CHECK_LEVEL, one_sided=True)
+    y = x - ncp / math.sqrt(seeds)  # ncp true standard errors below the bound
+    assert within(int((y.mean(axis=1) >= -q * se).sum()), reps, C.CHECK_LEVEL)  # not excluded: at the level
+    for row in y[:300]:  # MeanTest decides as the vectorised rule
+        t = C.MeanTest(float(row.mean()), float(row.std(ddof=1) / math.sqrt(seeds)), seeds, 0.0, one_sided=True)
+        assert t.below == (t.mean < -q * t.se)
+    # the threshold: the 95 % half-width whose standard error puts the bound ncp standard errors away
+    gap = 0.3
+    assert learning_markers._threshold(gap, seeds, C.CHECK_LEVEL) == pytest.approx(
+        gap / ncp * scipy.stats.t.ppf(0.975, seeds - 1)
+    )

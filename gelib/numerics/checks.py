@@ -146,6 +146,15 @@ class MeanTest:
         return (off if self.one_sided else abs(off)) <= self.tolerance
 
     @property
+    def below(self) -> bool:
+        """Whether the mean lies below ``predicted`` by more than :attr:`tolerance` (``z < -quantile``).
+
+        For a ``one_sided`` test this excludes ``predicted`` from above: the one-sided test of
+        ``mean >= predicted`` at ``level`` rejects it, so a mean whose true value is ``predicted`` (or
+        more) is found below with probability at most ``level``."""
+        return self.mean - self.predicted < -self.tolerance
+
+    @property
     def catch(self) -> float:
         """The smallest error ``|mean - predicted|`` of the prediction, in the values' units, that the test
         catches with probability :data:`~gelib.numerics.checks.CATCH_PROBABILITY`:
