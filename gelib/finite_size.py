@@ -123,7 +123,7 @@ def row_seeds(cfg: AttentionConfig, seeds: int, fewest: int, gflop: float) -> in
     return seeds if seed_flops(cfg)["total"] <= gflop * 1e9 else fewest
 
 
-#: The quantile by which the paper's 95 % half-widths are read as standard errors: the normal one, since the
+#: The quantile by which the paper's 95 % half-widths are read as standard errors, the normal one, since the
 #: paper's seed count is not known (only its abstract, tables and captions are). A Student-t interval over few
 #: seeds has a larger quantile, so a smaller standard error: the normal quantile gives the paper's largest.
 PAPER_Q95 = float(scipy.stats.norm.ppf(0.975))

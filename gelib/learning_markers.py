@@ -478,7 +478,7 @@ class Convergence:
     ``slope`` and ``ci95``: the fitted exponent of ``|departure| ~ n^slope``
     (weighted least squares of ``log |departure|`` on ``log n``, each point weighted by its
     delta-method variance ``(se / mean)^2``, a Student-t 95 % interval with :attr:`dof` degrees of
-    freedom, :func:`_log_slope`); ``rate``: the predicted order (:data:`DEPARTURE_RATE`);
+    freedom, ``_log_slope``); ``rate``: the predicted order (:data:`DEPARTURE_RATE`);
     ``alternative``: the slower order the slope must exclude where it can (:data:`ALTERNATIVE_RATE`);
     ``layers``: the layer at each ``n``; ``level``: the level of every test (:data:`MARKER_LEVEL`).
 
@@ -503,7 +503,7 @@ class Convergence:
 
     @property
     def dof(self) -> int:
-        """The degrees of freedom of the slope's interval: the fewest seeds of a departure, less 1."""
+        """The fewest seeds of a departure, less 1 (the degrees of freedom of the slope's interval)."""
         return min(d.count for d in self.departures) - 1
 
     @property
@@ -518,7 +518,7 @@ class Convergence:
 
     @property
     def resolved(self) -> bool:
-        """Every departure resolved from 0 (else its log has no meaning): each fails its test of 0
+        """Whether every departure is resolved from 0 (else its log has no meaning), each failing its test of 0
         (:attr:`departure_tests`, beyond ``t_{1 - level/2, seeds - 1}`` standard errors), which a
         departure that is 0 at some ``n`` passes with probability ``1 - level``."""
         return all(not t.passes for t in self.departure_tests)
@@ -537,7 +537,7 @@ class Convergence:
 
     def threshold(self, bound: float) -> float:
         """The widest 95 % half-width at which the exclusion of ``bound`` is asserted: where the exclusion
-        would pass a slope of ``-rate`` with probability ``1 - level`` (:func:`_threshold`)."""
+        would pass a slope of ``-rate`` with probability ``1 - level`` (``_threshold``)."""
         return _threshold(abs(bound + self.rate), self.dof + 1, self.level)
 
     @property
@@ -705,7 +705,7 @@ class ShrinkRate:
 
     def threshold(self, bound: float) -> float:
         """The widest 95 % half-width at which the exclusion of ``bound`` is asserted: where it would pass a
-        ratio at ``expected`` with probability ``1 - level`` (:func:`_threshold`; ``nan`` below
+        ratio at ``expected`` with probability ``1 - level`` (``_threshold``; ``nan`` below
         :attr:`MIN_LAYERS`)."""
         return _threshold(abs(bound - self.expected), self.layers, self.level) if self.layers >= 2 else math.nan
 
