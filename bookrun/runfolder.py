@@ -36,6 +36,7 @@ not claimed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -66,7 +67,7 @@ RUN_MARKER = ".gelib-run"
 #: The manifest of a run folder, naming every file written there with its SHA-256.
 MANIFEST = ".gelib-files.json"
 #: Names that the folder's own machinery keeps: never user files, never in the manifest.
-_OWN = (RUN_MARKER, MANIFEST, MANIFEST + ".tmp", ".lock")
+_OWN = (RUN_MARKER, MANIFEST, MANIFEST + ".tmp", ".lock", MANIFEST + ".lock")
 
 
 def _sha256(path: Path) -> str:
@@ -115,8 +116,40 @@ class RunFolder:
         self.path = Path(path).resolve()
         self.files: dict[str, str] = {}
         self.writing: set[str] = set()  # claimed by a process that has not finished (RunFolder.claim)
+        self._held = 0  # the depth of this object's hold on the manifest's lock (RunFolder._locked)
         self.legacy = False  # a run folder made before the manifest existed
         self._load()
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Hold the manifest's lock (``flock`` on ``MANIFEST.lock`` beside it; re-entrant for this object):
+        every change of the manifest reads it, changes it and saves it inside, so that two commands
+        writing into one run folder at once (``render`` and ``pdf`` in ``make test``) lose no entry of
+        each other's. Where the lock cannot be had (no ``fcntl``; a folder not yet made, or read-only),
+        the change goes on unlocked, as before."""
+        if self._held:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
+        try:
+            import fcntl
+
+            fd = os.open(self.path / (MANIFEST + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        except (ImportError, OSError):
+            fd = None
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            self._held = 1
+            self._load()
+            yield
+        finally:
+            self._held = 0
+            if fd is not None:
+                os.close(fd)  # releases the lock
 
     def _load(self) -> None:
         """Read the manifest again (several parts of one run each hold a :class:`RunFolder`)."""
@@ -204,54 +237,58 @@ class RunFolder:
         its kernel): until :meth:`record` records them they are the run's whatever their bytes, so that a
         run killed before it could record them (``SIGKILL``, a power cut) resumes over its own partial
         files. Each path must be :meth:`owns`-writable now (refused otherwise, nothing claimed)."""
-        self._load()
-        rels = [self.rel(p) for p in paths]
-        self.check_writable(rels)
-        self.writing.update(rels)
-        self.save()
+        with self._locked():
+            self._load()
+            rels = [self.rel(p) for p in paths]
+            self.check_writable(rels)
+            self.writing.update(rels)
+            self.save()
 
     def record(self, *paths: str | os.PathLike, save: bool = True) -> None:
         """Record the files ``paths`` (a folder: every file under it) as written by the run."""
-        self._load()
-        for path in paths:
-            rel = self.rel(path)
-            full = self.path / rel
-            self.writing.discard(rel)
-            if full.is_dir():
-                for dirpath, _dirs, names in os.walk(full):
-                    for name in names:
-                        q = Path(dirpath) / name
-                        if q.is_file() and not q.is_symlink():
-                            self.files[str(q.relative_to(self.path))] = _sha256(q)
-            elif full.is_file():
-                self.files[rel] = _sha256(full)
-        if save:
-            self.save()
+        with self._locked():
+            self._load()
+            for path in paths:
+                rel = self.rel(path)
+                full = self.path / rel
+                self.writing.discard(rel)
+                if full.is_dir():
+                    for dirpath, _dirs, names in os.walk(full):
+                        for name in names:
+                            q = Path(dirpath) / name
+                            if q.is_file() and not q.is_symlink():
+                                self.files[str(q.relative_to(self.path))] = _sha256(q)
+                elif full.is_file():
+                    self.files[rel] = _sha256(full)
+            if save:
+                self.save()
 
     def write(self, path: str | os.PathLike, data: str | bytes) -> Path:
         """Write ``data`` to ``path`` in the folder, atomically, and record it; refused where
         the path holds what the run did not write (:meth:`owns`) or leads outside."""
-        self._load()
-        rel = self.rel(path)
-        if not self.owns(rel):
-            raise BatchError(f"{self.path / rel} was not written by the batch (or changed since); it is kept")
-        full = self.path / rel
-        full.parent.mkdir(parents=True, exist_ok=True)
-        self.rel(full)  # the folders just made cannot lead out, but a folder that was there might
-        _atomic_bytes(full, data.encode() if isinstance(data, str) else data)
-        self.record(rel)
-        return full
+        with self._locked():
+            self._load()
+            rel = self.rel(path)
+            if not self.owns(rel):
+                raise BatchError(f"{self.path / rel} was not written by the batch (or changed since); it is kept")
+            full = self.path / rel
+            full.parent.mkdir(parents=True, exist_ok=True)
+            self.rel(full)  # the folders just made cannot lead out, but a folder that was there might
+            _atomic_bytes(full, data.encode() if isinstance(data, str) else data)
+            self.record(rel)
+            return full
 
     def remove(self, path: str | os.PathLike) -> None:
         """Remove ``path`` if the run wrote it and it is unchanged (else leave it)."""
-        self._load()
-        rel = self.rel(path)
-        full = self.path / rel
-        if full.is_file() and (rel in self.files or rel in self.writing) and self.owns(rel):
-            full.unlink()
-        if not full.exists() and (self.files.pop(rel, None) is not None or rel in self.writing):
-            self.writing.discard(rel)
-            self.save()
+        with self._locked():
+            self._load()
+            rel = self.rel(path)
+            full = self.path / rel
+            if full.is_file() and (rel in self.files or rel in self.writing) and self.owns(rel):
+                full.unlink()
+            if not full.exists() and (self.files.pop(rel, None) is not None or rel in self.writing):
+                self.writing.discard(rel)
+                self.save()
 
     def snapshot(self, folder: str | os.PathLike) -> dict[str, tuple[int, int]]:
         """``{relative path: (size, mtime_ns)}`` of the files under ``folder`` (for :meth:`adopt`)."""
@@ -268,47 +305,49 @@ class RunFolder:
     def adopt(self, folder: str | os.PathLike, before: dict[str, tuple[int, int]]) -> None:
         """Record the files under ``folder`` that are new or changed since ``before``
         (:meth:`snapshot`): what another process (Papermill, a chapter, Jupyter Book) wrote there."""
-        self._load()
-        now = self.snapshot(folder)
-        changed = [rel for rel, st in now.items() if before.get(rel) != st or rel in self.files]
-        for rel in changed:
-            if Path(rel).name not in _OWN:
-                self.files[rel] = _sha256(self.path / rel)
-                self.writing.discard(rel)
-        self.save()
+        with self._locked():
+            self._load()
+            now = self.snapshot(folder)
+            changed = [rel for rel, st in now.items() if before.get(rel) != st or rel in self.files]
+            for rel in changed:
+                if Path(rel).name not in _OWN:
+                    self.files[rel] = _sha256(self.path / rel)
+                    self.writing.discard(rel)
+            self.save()
 
     def clear(self) -> list[str]:
         """Remove every recorded file (``--force``), after checking that each is unchanged;
         then the folders emptied by it. A file the run did not write is never touched.
         Returns the paths removed."""
-        self._load()
-        if self.legacy:
-            raise BatchError(
-                f"{self.path} was made by an earlier version of the batch, which kept no record of the files it "
-                f"wrote ({MANIFEST}): --force cannot tell them from yours; give another --out"
-            )
-        changed = [rel for rel in self.files if (self.path / rel).exists() and not self.owns(rel)]
-        if changed:
-            shown = ", ".join(sorted(changed)[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-            raise BatchError(
-                f"--force: {self.path} holds files the batch wrote that changed since ({shown}); nothing was "
-                "removed: move them away or give another --out"
-            )
-        removed, folders = [], set()
-        for rel in sorted(set(self.files) | self.writing):
-            full = self.path / rel
-            if full.is_file() and not full.is_symlink():
-                full.unlink()
-                removed.append(rel)
-            folders |= {self.path / p for p in Path(rel).parents if str(p) != "."}
-        for folder in sorted(folders, key=lambda p: -len(p.parts)):  # deepest first, only if empty
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
-        self.files, self.writing = {}, set()
-        self.save()
-        return removed
+        with self._locked():
+            self._load()
+            if self.legacy:
+                raise BatchError(
+                    f"{self.path} was made by an earlier version of the batch, which kept no record of the files it "
+                    f"wrote ({MANIFEST}): --force cannot tell them from yours; give another --out"
+                )
+            changed = [rel for rel in self.files if (self.path / rel).exists() and not self.owns(rel)]
+            if changed:
+                shown = ", ".join(sorted(changed)[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+                raise BatchError(
+                    f"--force: {self.path} holds files the batch wrote that changed since ({shown}); nothing was "
+                    "removed: move them away or give another --out"
+                )
+            removed, folders = [], set()
+            for rel in sorted(set(self.files) | self.writing):
+                full = self.path / rel
+                if full.is_file() and not full.is_symlink():
+                    full.unlink()
+                    removed.append(rel)
+                folders |= {self.path / p for p in Path(rel).parents if str(p) != "."}
+            for folder in sorted(folders, key=lambda p: -len(p.parts)):  # deepest first, only if empty
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+            self.files, self.writing = {}, set()
+            self.save()
+            return removed
 
 
 def runs(build: Path, scale: str) -> list[Path]:

@@ -54,12 +54,12 @@ def glued(run):
 
 
 def test_ctrl_c_is_one_line_and_the_run_resumes_as_printed(book):
-    slow_book(book, seconds=3)
+    slow_book(book, seconds=1.5)  # each chapter: a kernel's start, then 3 s of cells
     out = book / "_build" / "runs" / "ci-int"
     proc = batch_cli(book, "--out", str(out), "--jobs", "1", "--chapters", "slow0", "slow1", "-p", "seed", "3")
     while "started" not in proc.stderr.readline():
         pass
-    time.sleep(3)  # inside the first chapter
+    time.sleep(2)  # inside the first chapter (its kernel starts in about 1.5 s)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGINT)  # and an impatient second one, while the batch cleans up

@@ -12,7 +12,8 @@ its kernel websocket, as JupyterLab does:
   "Jupytext Notebook" viewer;
 * saving an unedited chapter (also after running it) leaves its ``.md``
   byte-identical, for every chapter;
-* the centering chapter runs on a kernel of the server at ``scale = "ci"``; its
+* the centering chapter's cells that its explorer needs (all up to its sweep,
+  then the explorer's) run on a kernel of the server at ``scale = "ci"``; its
   explorer redraws (a PNG comes back) when called with other values and when
   a slider is moved and "redraw" pressed, and impossible layers print the one
   line ``not available: ...`` instead of a traceback.
@@ -363,12 +364,22 @@ def live(server):
         server.request("DELETE", f"/api/sessions/{session['id']}")  # shuts the kernel down
 
 
+def _explorer_cells(nb) -> list[dict]:
+    """The chapter's code cells that its explorer needs: every cell up to its sweep (imports, parameters,
+    layers, keys, the measurement, the sweep, whose seed 0 is the explorer's default state), then the
+    explorer's. The cells between, the chapter's checks and figures, are executed by the chapter tests
+    (nbval) in the same run; here they would only repeat them."""
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    sweep = [i for i, c in enumerate(code) if "sweep = gelib.sweeps.run(" in c["source"]]
+    explorer = [i for i, c in enumerate(code) if "explore = bookrun.explore.explorer(" in c["source"]]
+    assert sweep and explorer and sweep[0] < explorer[0], "the chapter has no sweep followed by an explorer cell"
+    return code[: sweep[0] + 1] + code[explorer[0] :]
+
+
 def test_explorer_redraws_on_a_server_kernel(live):
     nb, kernel = live
     explorer_out = None
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
+    for cell in _explorer_cells(nb):
         out = kernel.execute(cell["source"])
         if "parameters" in cell["metadata"].get("tags", []):
             kernel.execute('scale = "ci"')  # injected after the parameters cell, as the batch and CI do

@@ -7,6 +7,7 @@ one line naming the reason.
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -284,3 +285,23 @@ def test_files_claimed_for_a_worker_are_the_runs_until_recorded_and_a_users_neve
     removed = RunFolder(run).clear()  # --force: the run's files, claimed ones included, never a user's
     assert {"book/ch.ipynb", "logs/ch.log"} <= set(removed)
     assert snapshot(run / "logs") == mine and RunFolder(run).writing == set()
+
+
+def test_two_processes_recording_into_one_run_folder_lose_no_entry(tmp_path):
+    """``render`` and ``pdf`` write into one run folder at once in ``make test``: every change of the
+    manifest is made under its lock, so 2 x 60 files recorded by two processes at once are all in it
+    (unlocked, each process's read-modify-write of the manifest drops entries of the other's)."""
+    from bookrun.runfolder import RunFolder, mark_run_folder
+
+    run = tmp_path / "run"
+    run.mkdir()
+    mark_run_folder(run)
+    code = (
+        "import sys\nfrom bookrun.runfolder import RunFolder\nf = RunFolder(sys.argv[1])\n"
+        "for i in range(60):\n    f.write(f'{sys.argv[2]}/{i}.txt', str(i))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(run), name], env=env) for name in ("a", "b")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    files = RunFolder(run).files
+    assert {f"{d}/{i}.txt" for d in "ab" for i in range(60)} <= set(files)

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..chapters import BatchError
 from ..outputs import OutputError, check_output_file
 from ..pdf import PDF_NAME, chapter_titles, check_pdf, find_browser, write_pdf
-from ..render import fill_missing_chapters, mirror_files, missing_chapters, prepare_mirror
+from ..render import fill_missing_chapters, hide_injected_in_run, mirror_files, missing_chapters, prepare_mirror
 from ..runfolder import RunFolder, check_run_folder, is_run_folder, read_record, runs
 from .common import report_error
 from .render import _check_output, _make_output, _unmake_output
@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             made = folder
         prepare_mirror(root, run_dir)
         fill_missing_chapters(root, run_dir)
+        hide_injected_in_run(run_dir)  # as render does: this command may run before or beside it (make test)
     except (BatchError, OutputError) as e:
         if made is not None:
             _unmake_output(made)
