@@ -22,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["VERSIONED", "COMPILATION_CACHE_BYTES", "compilation_cache_env", "default_jobs", "execute_chapter"]
+__all__ = ["VERSIONED", "DEVICE_ENV", "COMPILATION_CACHE_BYTES", "compilation_cache_env", "default_jobs", "execute_chapter"]
 
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
 
@@ -49,11 +49,31 @@ def _commit(root: Path) -> str | None:
         return None
 
 
+#: The environment variables that choose the devices a child process's JAX sees (the key of
+#: :func:`_device`'s answers within one process).
+DEVICE_ENV = ("JAX_PLATFORMS", "JAX_PLATFORM_NAME", "CUDA_VISIBLE_DEVICES", "XLA_FLAGS")
+_DEVICES: dict[tuple, tuple[str, bool]] = {}
+
+
 def _device() -> tuple[str, bool]:
     """The JAX devices the chapters will see, and whether they are accelerators.
 
     Asked in a child process: initialising JAX here would hold GPU memory for
-    the whole run, memory the chapters' kernels then lack."""
+    the whole run, memory the chapters' kernels then lack. The answer is kept for
+    this process, per Python and :data:`DEVICE_ENV` (a child's start and JAX's import
+    take about 1.3 s; one process runs many batches in the tests); an answer that
+    could not be had is asked again."""
+    key = (sys.executable, *(os.environ.get(v) for v in DEVICE_ENV))
+    if key not in _DEVICES:
+        found = _probe_device()
+        if found[0] == "unknown":
+            return found
+        _DEVICES[key] = found
+    return _DEVICES[key]
+
+
+def _probe_device() -> tuple[str, bool]:
+    """:func:`_device`'s question, asked of a new Python."""
     code = (
         "import jax; d = jax.devices(); print(f'{len(d)} x {d[0].platform} ({d[0].device_kind})'); print(d[0].platform)"
     )

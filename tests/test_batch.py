@@ -389,3 +389,22 @@ def test_the_kernels_share_one_compilation_cache_under_build_unless_the_user_set
     # the user's choice wins, an empty value (the cache off) included
     assert compilation_cache_env(book, {"JAX_COMPILATION_CACHE_DIR": ""}) == {}
     assert compilation_cache_env(book, {})["JAX_COMPILATION_CACHE_DIR"] == str(cache)
+
+
+def test_the_device_is_asked_once_per_process_and_again_where_the_environment_changes(monkeypatch):
+    """The child that reports JAX's devices starts once per process and device environment (the
+    tests run many batches in one process); a changed JAX_PLATFORMS asks again, and a failed
+    answer ("unknown") is never kept."""
+    from bookrun import execute
+
+    calls = []
+    answers = iter([("unknown", False), ("1 x cpu (cpu)", False), ("1 x cpu (cpu)", False)])
+    monkeypatch.setattr(execute, "_DEVICES", {})
+    monkeypatch.setattr(execute, "_probe_device", lambda: calls.append(1) or next(answers))
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert execute._device() == ("unknown", False)
+    assert execute._device() == execute._device() == ("1 x cpu (cpu)", False)
+    assert len(calls) == 2
+    monkeypatch.setenv("JAX_PLATFORMS", "")
+    execute._device()
+    assert len(calls) == 3
