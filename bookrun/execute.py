@@ -22,7 +22,14 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["VERSIONED", "DEVICE_ENV", "COMPILATION_CACHE_BYTES", "compilation_cache_env", "default_jobs", "execute_chapter"]
+__all__ = [
+    "VERSIONED",
+    "DEVICE_ENV",
+    "COMPILATION_CACHE_BYTES",
+    "compilation_cache_env",
+    "default_jobs",
+    "execute_chapter",
+]
 
 VERSIONED = ("gelib", "jax", "jaxlib", "numpy", "scipy", "matplotlib", "papermill", "jupyter-book", "myst-nb")
 
