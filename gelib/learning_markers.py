@@ -795,7 +795,8 @@ class MarkerTable:
     reference (:attr:`Marker.reference_se`), ``q`` the ``1 - level / 2`` quantile of
     Student's t with Welch's degrees of freedom (:attr:`Marker.dof`); the tolerance
     is ``q`` standard errors (:meth:`quantile`), and the smallest error of the
-    prediction it catches is :meth:`power`. Every marker is asserted (:meth:`bad`), and so is the rate
+    prediction it catches with probability 1/2 is :meth:`power` (the noncentral t, as
+    :attr:`gelib.numerics.MeanTest.power`). Every marker is asserted (:meth:`bad`), and so is the rate
     at which the departures shrink, pooled over the layers that resolve them
     (:meth:`shrink_rate`; both in :meth:`verify`); the mean eigenvalue of an untied
     layer needs no companion (the shift is exact).
@@ -973,12 +974,24 @@ class MarkerTable:
         """``quantile * sqrt(se^2 + reference_se^2) / |reference|``, relative: the largest miss that passes."""
         return self.quantile(m) * m.combined_se / abs(m.reference)
 
+    def catch_se(self, m: Marker) -> float:
+        """The error of ``mean - reference``, in standard errors (:attr:`Marker.combined_se`), that the check
+        of ``m`` catches with probability :data:`~gelib.numerics.checks.CATCH_PROBABILITY`: the two-sided
+        :func:`~gelib.numerics.checks.catch_ncp` at the table's level with :attr:`Marker.dof` degrees of
+        freedom (the noncentral t, the measured standard error standing for the true one; ``nan``
+        below one degree of freedom)."""
+        return catch_ncp(m.dof + 1, self.level) if m.dof >= 1 else math.nan
+
     def power(self, m: Marker) -> float:
-        """The smallest relative error of the prediction that the check of ``m`` catches (about half the
-        time): an error that multiplies the shifted prediction by ``1 + e`` at ``n`` and at ``n / 2`` alike
-        moves the miss by ``e (1 - carried)`` (the companion carries :attr:`Marker.carried` of it into the
-        reference), so ``tolerance / (1 - carried)``: twice the tolerance at :data:`DEPARTURE_RATE`."""
-        return self.tolerance(m) / (1 - m.carried)
+        """The smallest relative error of the prediction that the check of ``m`` catches with probability
+        :data:`~gelib.numerics.checks.CATCH_PROBABILITY`, as :attr:`gelib.numerics.MeanTest.power` does:
+        an error that multiplies the shifted prediction by ``1 + e`` at ``n`` and at ``n / 2`` alike moves
+        ``mean - reference`` by ``e (1 - carried)`` of the reference (the companion carries
+        :attr:`Marker.carried` of it into the reference), so ``catch_se * combined_se / |reference| /
+        (1 - carried)`` (:meth:`catch_se`): at :data:`DEPARTURE_RATE` twice the error that moves the miss
+        by the 1/2 point, which lies below the tolerance (an error of ``tolerance`` is caught more often
+        than half the time)."""
+        return self.catch_se(m) * m.combined_se / abs(m.reference) / (1 - m.carried)
 
     def rate_sensitivity(self, m: Marker) -> float:
         """How far the reference of ``m`` moves, relative, were its departures to shrink like
