@@ -676,7 +676,7 @@ def shift_figure(paths: dict[str, ShiftedValues], band: float, note: str) -> Fig
     change = 100 * np.concatenate([v.change for v in paths.values()])
     lo, hi = min(float(np.nanmin(change)), -band), max(float(np.nanmax(change)), band)
     ax2.set_ylim(lo - 0.6 * (hi - lo), hi + 0.1 * (hi - lo))
-    ax2.legend(fontsize=7, loc="lower center", ncol=2)
+    ax2.legend(fontsize=7, loc="lower center", ncol=1)
     b = np.concatenate([v.b for v in paths.values()])
     shift = 100 * float(np.nanmax(b))
     fig.suptitle(f"Figure 2(c) with the first-moment shift $b = {shift:+.2f}$ % — {note}", fontsize=8)
