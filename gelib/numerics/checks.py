@@ -203,11 +203,14 @@ class MeanTest:
         ncp = catch_ncp(self.seeds, self.level, probability, self.one_sided)
         return bool(ncp * self.se <= error * abs(self.predicted))
 
-    def glue(self, unit: float = 1.0) -> dict:
+    def glue(self, unit: float = 1.0, prefix: str = "") -> dict:
         """The numbers a chapter states beside the check: ``mean``, ``ci`` (95 % half-width) and
         ``predicted``, each times ``unit`` (100: in %), ``seeds``, ``tol_se`` (:attr:`quantile`),
         ``z``, ``power`` (in % of the prediction), ``catch`` (:attr:`catch`, times ``unit``) and
-        ``level`` (in %)."""
+        ``level`` (in %); each key after ``prefix``."""
+        return {prefix + k: v for k, v in self._glue(unit).items()}
+
+    def _glue(self, unit: float) -> dict:
         return {
             "mean": unit * self.mean,
             "ci": unit * self.ci95,
