@@ -405,9 +405,9 @@ class Reading:
 #: * ``sigma^2 sqrt(horizon)``, fitted to Figure 3(b): its layers lie on the boundary
 #:   ``h d_V = d_O``, the end-of-training error is infinite and the noise term grows like
 #:   ``sigma^2 sqrt(t)``, so only that product is identified;
-#: * ``horizon = 1e4``, a convention, bounded below: Figure 2(d)'s ratio reaches Table D.1's
-#:   value in ``beta`` on :data:`gelib.figure_data.D2_BETA_RANGE` only for ``t`` of a few thousand
-#:   or more.
+#: * ``horizon = 1e4``, a convention, bounded below: at it Figure 2(d)'s ratio takes Table D.1's
+#:   value at two ``beta`` of :data:`gelib.figure_data.D2_BETA_RANGE` (:func:`gelib.figure_data.d2_roots`);
+#:   the smallest horizon at which it still does is not computed.
 TABLE_D1_READING = Reading(epsilon=1e-4, sigma=0.25, horizon=1e4)
 
 

@@ -74,6 +74,7 @@ __all__ = [
     "convergence_data",
     "convergence_glue",
     "named_shifts",
+    "beside_rows",
     "path_shifts",
 ]
 
@@ -795,7 +796,8 @@ class MarkerTable:
     reference (:attr:`Marker.reference_se`), ``q`` the ``1 - level / 2`` quantile of
     Student's t with Welch's degrees of freedom (:attr:`Marker.dof`); the tolerance
     is ``q`` standard errors (:meth:`quantile`), and the smallest error of the
-    prediction it catches is :meth:`power`. Every marker is asserted (:meth:`bad`), and so is the rate
+    prediction it catches with probability 1/2 is :meth:`power` (the noncentral t, as
+    :attr:`gelib.numerics.MeanTest.power`). Every marker is asserted (:meth:`bad`), and so is the rate
     at which the departures shrink, pooled over the layers that resolve them
     (:meth:`shrink_rate`; both in :meth:`verify`); the mean eigenvalue of an untied
     layer needs no companion (the shift is exact).
@@ -973,12 +975,24 @@ class MarkerTable:
         """``quantile * sqrt(se^2 + reference_se^2) / |reference|``, relative: the largest miss that passes."""
         return self.quantile(m) * m.combined_se / abs(m.reference)
 
+    def catch_se(self, m: Marker) -> float:
+        """The error of ``mean - reference``, in standard errors (:attr:`Marker.combined_se`), that the check
+        of ``m`` catches with probability :data:`~gelib.numerics.checks.CATCH_PROBABILITY`: the two-sided
+        :func:`~gelib.numerics.checks.catch_ncp` at the table's level with :attr:`Marker.dof` degrees of
+        freedom (the noncentral t, the measured standard error standing for the true one; ``nan``
+        below one degree of freedom)."""
+        return catch_ncp(m.dof + 1, self.level) if m.dof >= 1 else math.nan
+
     def power(self, m: Marker) -> float:
-        """The smallest relative error of the prediction that the check of ``m`` catches (about half the
-        time): an error that multiplies the shifted prediction by ``1 + e`` at ``n`` and at ``n / 2`` alike
-        moves the miss by ``e (1 - carried)`` (the companion carries :attr:`Marker.carried` of it into the
-        reference), so ``tolerance / (1 - carried)``: twice the tolerance at :data:`DEPARTURE_RATE`."""
-        return self.tolerance(m) / (1 - m.carried)
+        """The smallest relative error of the prediction that the check of ``m`` catches with probability
+        :data:`~gelib.numerics.checks.CATCH_PROBABILITY`, as :attr:`gelib.numerics.MeanTest.power` does:
+        an error that multiplies the shifted prediction by ``1 + e`` at ``n`` and at ``n / 2`` alike moves
+        ``mean - reference`` by ``e (1 - carried)`` of the reference (the companion carries
+        :attr:`Marker.carried` of it into the reference), so ``catch_se * combined_se / |reference| /
+        (1 - carried)`` (:meth:`catch_se`): at :data:`DEPARTURE_RATE` twice the error that moves the miss
+        by the 1/2 point, which lies below the tolerance (an error of ``tolerance`` is caught more often
+        than half the time)."""
+        return self.catch_se(m) * m.combined_se / abs(m.reference) / (1 - m.carried)
 
     def rate_sensitivity(self, m: Marker) -> float:
         """How far the reference of ``m`` moves, relative, were its departures to shrink like
@@ -1039,6 +1053,23 @@ class MarkerTable:
         shrink = self.shrink_rate()
         if shrink.asserted and not shrink.consistent:
             raise AssertionError(f"the departures do not shrink like n^-{self.rate:g}: {shrink.describe()}")
+
+    def marker(self, panel: str, prefix: str) -> Marker:
+        """The first marker of ``panel`` whose label begins with ``prefix``."""
+        return next(m for m in self.markers if m.panel == panel and m.label.startswith(prefix))
+
+    def departures(self, panel: str, contains: str) -> dict:
+        """The departures left after the shift by the markers of ``panel`` whose label contains ``contains``,
+        in %: ``dep-n-lo`` and ``dep-n-hi`` (:attr:`Marker.departure`, at ``n``) and ``dep-half-lo`` and
+        ``dep-half-hi`` (their companions', at ``n / 2``; ``nan`` without one)."""
+        ms = [m for m in self.markers if m.panel == panel and contains in m.label]
+        at_n, half = [100 * m.departure for m in ms], [100 * m.half.departure for m in ms if m.half is not None]
+        return {
+            "dep-n-lo": min(at_n),
+            "dep-n-hi": max(at_n),
+            "dep-half-lo": min(half, default=math.nan),
+            "dep-half-hi": max(half, default=math.nan),
+        }
 
     @property
     def untested(self) -> list[Marker]:
@@ -1293,9 +1324,12 @@ def shift_glue(values: Mapping[str, ShiftedValues], bar: float, ladder: Sequence
     functional over every curve of ``values`` and ``hi`` the most positive; ``bars``: ``|lo|`` and
     ``|hi|``, whichever is larger, over ``bar`` (a relative half-width, e.g. Table D.1's, as a
     fraction; ``bar``: it in %); ``noise``: the change ``1 / (1 + b) - 1`` of a functional that scales like ``1 / m_1``
-    (a noise term at convergence); and ``ladder-N``: the exact shift at ``n = N`` and the first
+    (a noise term at convergence); ``ladder-N``: the exact shift at ``n = N`` and the first
     layer's ``d_K`` and ``beta`` (:func:`gelib.models.mha_shift_exact`), e.g. along a chapter's
-    scales at fixed head width.
+    scales at fixed head width; and per curve, keyed by its position ``i`` (0, 1, ...): ``over-h-i``,
+    the smallest head count from which on every point moves by more than ``bar`` (0 if the last does
+    not), ``under-h-i``, the largest head count whose point moves by less (0 if none), and
+    ``min-bars-i``, the smallest move over ``bar``.
     """
     change = np.concatenate([v.change for v in values.values()])
     b = float(np.nanmax(np.concatenate([v.b for v in values.values()])))
@@ -1309,6 +1343,19 @@ def shift_glue(values: Mapping[str, ShiftedValues], bar: float, ladder: Sequence
         "bar": 100 * bar,
         "noise": 100 * (1 / (1 + b) - 1),
         **{f"ladder-{n}": 100 * mha_shift_exact(n, first.d_k, first.beta) for n in ladder},
+        **{k: v for i, sv in enumerate(values.values()) for k, v in _over_bar(sv, bar, i).items()},
+    }
+
+
+def _over_bar(v: ShiftedValues, bar: float, i: int) -> dict:
+    """The keys ``over-h-i``, ``under-h-i`` and ``min-bars-i`` of :func:`shift_glue` for one curve."""
+    h, over = np.asarray(v.h), np.abs(v.change) > bar
+    tail = np.flatnonzero(~over)
+    first = 0 if not over[-1] else int(h[tail[-1] + 1]) if tail.size else int(h[0])
+    return {
+        f"over-h-{i}": first,
+        f"under-h-{i}": int(h[tail[-1]]) if tail.size else 0,
+        f"min-bars-{i}": float(np.nanmin(np.abs(v.change)) / bar),
     }
 
 
@@ -1378,4 +1425,26 @@ def named_shifts(laws: LimitLaws, items: Mapping[str, tuple[Callable, AttentionC
         v = shifted_values(laws, fn, [cfg])
         out |= {f"{name}-ge": v.ge[0], f"{name}-shifted": v.shifted[0]}
         out |= {f"{name}-change": 100 * v.change[0], f"{name}-b": 100 * v.b[0]}
+    return out
+
+
+def beside_rows(
+    value: float,
+    rows: Sequence[Mapping],
+    departure: float = 0.0,
+    n: int = 1,
+    n_at: int = 1,
+    rate: float = DEPARTURE_RATE,
+) -> dict:
+    """A prediction ``value`` beside rows of Table D.1 (``name``, ``value``, ``half_width``, e.g. those of
+    :func:`gelib.figure_data.teacher_bars`), for a chapter's prose: per row ``{name}-off``, ``(value -
+    row) / half_width`` (signed, in the row's half-widths; beyond 1 in size the row's bar misses it);
+    and with the departure a marker keeps at ``n`` after the shift, ``departure`` (relative), carried to
+    ``n_at`` at ``rate`` (``(n / n_at)^rate``): ``rem`` (the value times ``1 + departure (n / n_at)^rate``),
+    ``rem-dep`` (that factor less 1, in %) and per row ``{name}-off-rem``."""
+    carried = departure * (n / n_at) ** rate
+    out: dict = {"rem": value * (1 + carried), "rem-dep": 100 * carried}
+    for r in rows:
+        out[f"{r['name']}-off"] = (value - r["value"]) / r["half_width"]
+        out[f"{r['name']}-off-rem"] = (out["rem"] - r["value"]) / r["half_width"]
     return out

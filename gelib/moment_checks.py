@@ -241,7 +241,8 @@ class MomentSweep:
           the stated allowance, which is added, not tested;
         * *decay*: at the largest ``n``, ``|mean|`` at most :func:`decay_bound` with the factor
           ``(n_min / n_max)^{1/2}``: the difference shrinks at least like the ``n^{-1/2}`` that
-          Table 1's controls guarantee. A step that moves a moment by a fixed amount fails it.
+          Table 1's controls guarantee. A step that moves a moment by a fixed amount fails it once that
+          amount passes its :meth:`fixed_moves`.
         """
         targets = self.targets(predicted_slope) if allowance is None else None
         n0, n1 = self.ns[0], self.ns[-1]
@@ -257,6 +258,23 @@ class MomentSweep:
                 bound = decay_bound(lo, hi, math.sqrt(n0 / n1))
                 if abs(hi.mean) > bound:
                     out.append(f"{step} m_{j}: |{hi.mean:.3g}| at n = {n1} > {bound:.3g} allowed from n = {n0}")
+        return out
+
+    def fixed_moves(self) -> dict[tuple[str, int], float]:
+        """Per step and moment ``(step, j)``, the smallest fixed move of the moment, the same log-ratio
+        ``delta`` at the smallest and the largest ``n``, that the *decay* check of :meth:`failures` flags
+        (about half the time, the means at their expected values): ``delta > q se + (delta + q_0 se_0) f``
+        with ``f = (n_min / n_max)^{1/2}`` (:func:`decay_bound`), so ``(q se + q_0 se_0 f) / (1 - f)``
+        (empty for one size)."""
+        n0, n1 = self.ns[0], self.ns[-1]
+        if n0 == n1:
+            return {}
+        f, out = math.sqrt(n0 / n1), {}
+        for step, _, _ in self.steps:
+            for j in range(1, self.k + 1):
+                lo, hi = self.difference(step, j, n0), self.difference(step, j)
+                tol, tol0 = MeanTest.of(hi, 0.0).tolerance, MeanTest.of(lo, 0.0).tolerance
+                out[step, j] = (tol + tol0 * f) / (1 - f)
         return out
 
 

@@ -308,3 +308,25 @@ def test_moment_checks_errors_fits_and_failures():
     assert "≤ -0.5" in table and "| -1 |" in table
     with pytest.raises(ValueError, match="increase"):
         moment_checks({128: spectra[128], 64: spectra[64]}, law_m, cfg, rates)
+
+
+def test_fixed_move_is_where_the_decay_check_starts_to_fail():
+    """A step that moves the moments by a fixed log-ratio delta (the same at every n, 2 % seed noise):
+    the decay check passes it at 0.75 of fixed_moves() and fails it at 1.35 times, so the chapter's "a fixed
+    move fails" holds from that amount on, not for every amount."""
+    from gelib.moment_checks import chain_moments
+
+    rng = np.random.default_rng(5)
+    ns = (64, 256)
+    base = {n: np.sort(rng.exponential(size=(6, n)), axis=1) for n in ns}
+    noise = {n: np.exp(0.02 * rng.standard_normal((6, 1))) for n in ns}
+
+    def sweep(delta):
+        spectra = {n: {"a": base[n], "c": base[n] * np.exp(delta) * noise[n]} for n in ns}
+        cfg = PRESETS["bert-base"].config().at_length(256)
+        return chain_moments(spectra, k=1, steps=(("fixed", "a", "c"),), cfg=cfg)
+
+    move = sweep(0.0).fixed_moves()["fixed", 1]
+    assert 0 < move < 1 and sweep(0.1).fixed_moves()["fixed", 1] == pytest.approx(move)
+    decay = lambda s: [f for f in s.failures() if "allowed from" in f]  # noqa: E731
+    assert not decay(sweep(0.75 * move)) and decay(sweep(1.35 * move))

@@ -114,6 +114,7 @@ def test_mean_test_numbers():
     assert g["seeds"] == 4 and math.isclose(g["tol_se"], C.t_quantile(4)) and math.isclose(g["level"], 0.1)
     assert math.isclose(g["power"], 100 * C.catch_ncp(4) * t.se / 2.0) and math.isclose(g["catch"], t.catch)
     assert C.MeanTest.of(summarize([1.0, 2.0, 3.0, 4.0]), 2.0) == t
+    assert t.glue(prefix="x_") == {"x_" + k: v for k, v in g.items()}
     assert C.MeanTest(0.1, 0.1, 4, 0.0).power == math.inf
     w = C.worst_of([t, C.MeanTest(0.0, 1.0, 2, 3.0)], unit=100)
     assert w["z_max"] == 3.0 and w["tol_se"] == C.t_quantile(2) and w["catch"] == 100 * C.catch_ncp(2)

@@ -50,9 +50,10 @@ CHECK_LEVEL = 1e-3
 CATCH_PROBABILITY = 0.5
 
 
-def t_quantile(seeds: int, level: float = CHECK_LEVEL, one_sided: bool = False) -> float:
+def t_quantile(seeds: float, level: float = CHECK_LEVEL, one_sided: bool = False) -> float:
     """The tolerance in standard errors of the test over ``seeds`` values: ``t_{1 - level/2, seeds - 1}``
-    (``t_{1 - level, seeds - 1}`` for the ``one_sided`` test)."""
+    (``t_{1 - level, seeds - 1}`` for the ``one_sided`` test); ``seeds`` may be fractional, one more than
+    Welch's degrees of freedom (:attr:`gelib.learning_markers.Marker.dof`)."""
     if seeds < 2:
         raise ValueError(f"seeds = {seeds}: a standard error needs at least two values")
     if not 0 < level < 1:
@@ -60,7 +61,7 @@ def t_quantile(seeds: int, level: float = CHECK_LEVEL, one_sided: bool = False) 
     return float(scipy.stats.t.ppf(1 - level / (1 if one_sided else 2), seeds - 1))
 
 
-def rejection_probability(ncp: float, seeds: int, level: float = CHECK_LEVEL, one_sided: bool = False) -> float:
+def rejection_probability(ncp: float, seeds: float, level: float = CHECK_LEVEL, one_sided: bool = False) -> float:
     """The probability that the test fails when the mean is off its prediction by ``ncp`` true standard
     errors (``sigma / sqrt(seeds)``, normal values): ``P(|T| > q)``, ``T`` noncentral t with ``seeds - 1``
     degrees of freedom and noncentrality ``ncp``; ``P(T > q)`` for the ``one_sided`` test (``ncp`` above the
@@ -73,7 +74,7 @@ def rejection_probability(ncp: float, seeds: int, level: float = CHECK_LEVEL, on
 
 
 def catch_ncp(
-    seeds: int, level: float = CHECK_LEVEL, probability: float = CATCH_PROBABILITY, one_sided: bool = False
+    seeds: float, level: float = CHECK_LEVEL, probability: float = CATCH_PROBABILITY, one_sided: bool = False
 ) -> float:
     """The error, in true standard errors, that the test over ``seeds`` values catches with ``probability``
     (:func:`~gelib.numerics.checks.rejection_probability` solved for ``ncp``)."""
@@ -202,11 +203,14 @@ class MeanTest:
         ncp = catch_ncp(self.seeds, self.level, probability, self.one_sided)
         return bool(ncp * self.se <= error * abs(self.predicted))
 
-    def glue(self, unit: float = 1.0) -> dict:
+    def glue(self, unit: float = 1.0, prefix: str = "") -> dict:
         """The numbers a chapter states beside the check: ``mean``, ``ci`` (95 % half-width) and
         ``predicted``, each times ``unit`` (100: in %), ``seeds``, ``tol_se`` (:attr:`quantile`),
         ``z``, ``power`` (in % of the prediction), ``catch`` (:attr:`catch`, times ``unit``) and
-        ``level`` (in %)."""
+        ``level`` (in %); each key after ``prefix``."""
+        return {prefix + k: v for k, v in self._glue(unit).items()}
+
+    def _glue(self, unit: float) -> dict:
         return {
             "mean": unit * self.mean,
             "ci": unit * self.ci95,

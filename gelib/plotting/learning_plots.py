@@ -672,7 +672,11 @@ def shift_figure(paths: dict[str, ShiftedValues], band: float, note: str) -> Fig
     ax2.axhline(0, color="grey", lw=0.8)
     ax2.set_xlabel("head count $h$")
     ax2.set_ylabel("shifted / GE $-$ 1 (%)")
-    ax2.legend(fontsize=7)
+    # the legend below the curves and the bar band: the lower part of the axes is left empty for it
+    change = 100 * np.concatenate([v.change for v in paths.values()])
+    lo, hi = min(float(np.nanmin(change)), -band), max(float(np.nanmax(change)), band)
+    ax2.set_ylim(lo - 0.6 * (hi - lo), hi + 0.1 * (hi - lo))
+    ax2.legend(fontsize=7, loc="lower center", ncol=1)
     b = np.concatenate([v.b for v in paths.values()])
     shift = 100 * float(np.nanmax(b))
     fig.suptitle(f"Figure 2(c) with the first-moment shift $b = {shift:+.2f}$ % — {note}", fontsize=8)
