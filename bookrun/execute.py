@@ -57,7 +57,7 @@ def _commit(root: Path) -> str | None:
 
 
 #: The environment variables that choose the devices a child process's JAX sees (the key of
-#: :func:`_device`'s answers within one process).
+#: ``_device``'s answers within one process).
 DEVICE_ENV = ("JAX_PLATFORMS", "JAX_PLATFORM_NAME", "CUDA_VISIBLE_DEVICES", "XLA_FLAGS")
 _DEVICES: dict[tuple, tuple[str, bool]] = {}
 
@@ -80,7 +80,7 @@ def _device() -> tuple[str, bool]:
 
 
 def _probe_device() -> tuple[str, bool]:
-    """:func:`_device`'s question, asked of a new Python."""
+    """``_device``'s question, asked of a new Python."""
     code = (
         "import jax; d = jax.devices(); print(f'{len(d)} x {d[0].platform} ({d[0].device_kind})'); print(d[0].platform)"
     )
