@@ -216,7 +216,12 @@ class RunFolder:
 
     def check_writable(self, paths) -> None:
         """Refuse, before anything is written, when one of ``paths`` holds what the batch did
-        not write (a user's file, or one of the run's files changed since it was written)."""
+        not write (a user's file, or one of the run's files changed since it was written). Under the
+        manifest's lock: a file another command is writing is seen with its record, never before it."""
+        with self._locked():
+            self._check_writable(paths)
+
+    def _check_writable(self, paths) -> None:
         self._load()
         foreign = [r for r in (self.rel(p) for p in paths) if not self.owns(r)]
         if foreign:

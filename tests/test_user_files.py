@@ -290,7 +290,8 @@ def test_files_claimed_for_a_worker_are_the_runs_until_recorded_and_a_users_neve
 def test_two_processes_recording_into_one_run_folder_lose_no_entry(tmp_path):
     """``render`` and ``pdf`` write into one run folder at once in ``make test``: every change of the
     manifest is made under its lock, so 2 x 60 files recorded by two processes at once are all in it
-    (unlocked, each process's read-modify-write of the manifest drops entries of the other's)."""
+    (unlocked, each process's read-modify-write of the manifest drops entries of the other's), and a
+    third process checking them meanwhile never finds one written but not yet recorded."""
     from bookrun.runfolder import RunFolder, mark_run_folder
 
     run = tmp_path / "run"
@@ -300,8 +301,17 @@ def test_two_processes_recording_into_one_run_folder_lose_no_entry(tmp_path):
         "import sys\nfrom bookrun.runfolder import RunFolder\nf = RunFolder(sys.argv[1])\n"
         "for i in range(60):\n    f.write(f'{sys.argv[2]}/{i}.txt', str(i))\n"
     )
+    # and a third that checks, while they write, that every file there is the run's (as pdf checks the
+    # mirror while render writes it): under the lock a file is never seen before its record
+    check = (
+        "import sys, time\nfrom pathlib import Path\nfrom bookrun.runfolder import RunFolder\n"
+        "f, t0 = RunFolder(sys.argv[1]), time.monotonic()\n"
+        "while time.monotonic() - t0 < 60 and len(list(Path(sys.argv[1]).glob('[ab]/*.txt'))) < 120:\n"
+        "    f.check_writable([str(p) for p in Path(sys.argv[1]).glob('[ab]/*.txt')])\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(run), name], env=env) for name in ("a", "b")]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    procs.append(subprocess.Popen([sys.executable, "-c", check, str(run)], env=env))
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     files = RunFolder(run).files
     assert {f"{d}/{i}.txt" for d in "ab" for i in range(60)} <= set(files)
