@@ -144,7 +144,6 @@ class RunFolder:
             if fd is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             self._held = 1
-            self._load()
             yield
         finally:
             self._held = 0
@@ -219,11 +218,8 @@ class RunFolder:
         not write (a user's file, or one of the run's files changed since it was written). Under the
         manifest's lock: a file another command is writing is seen with its record, never before it."""
         with self._locked():
-            self._check_writable(paths)
-
-    def _check_writable(self, paths) -> None:
-        self._load()
-        foreign = [r for r in (self.rel(p) for p in paths) if not self.owns(r)]
+            self._load()
+            foreign = [r for r in (self.rel(p) for p in paths) if not self.owns(r)]
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise BatchError(
